@@ -1,0 +1,48 @@
+# Two commands do all set-up:  `make run` (the product) and `make test` (the suite).
+# Both create .venv with a Python >= 3.12 (Django 6 needs it) and install the project.
+
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+# The first interpreter that is Python >= 3.12: on PATH, or installed by pyenv.
+PYTHON ?= $(shell for p in python3.13 python3.12 python3 \
+	$$HOME/.pyenv/versions/3.13*/bin/python3 $$HOME/.pyenv/versions/3.12*/bin/python3; do \
+	  "$$p" -c 'import sys; sys.exit(sys.version_info < (3, 12))' >/dev/null 2>&1 \
+	  && { command -v "$$p"; break; }; done)
+
+# The suite runs on the real services of this machine unless told otherwise.
+TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/adstudio
+TEST_REDIS_URL ?= redis://127.0.0.1:6379/15
+
+.PHONY: run test lint install
+
+$(STAMP): pyproject.toml
+	@test -n "$(PYTHON)" || { echo "Python 3.12 or newer is required (set PYTHON=/path/to/python3.12)"; exit 1; }
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+run: $(STAMP)
+	$(PY) manage.py migrate --noinput
+	$(PY) manage.py setup_demo
+	@if [ -n "$$CELERY_BROKER_URL" ]; then \
+	  trap 'kill 0' EXIT INT TERM; \
+	  $(VENV)/bin/celery -A adstudio worker --pool threads --concurrency 8 --loglevel INFO & \
+	  DEBUG=$${DEBUG:-1} $(PY) manage.py runserver $${PORT:-8000}; \
+	else \
+	  DEBUG=$${DEBUG:-1} $(PY) manage.py runserver $${PORT:-8000}; \
+	fi
+
+test: $(STAMP)
+	DATABASE_URL=$${DATABASE_URL:-$(TEST_DATABASE_URL)} \
+	ADSTUDIO_TEST_REDIS_URL=$${ADSTUDIO_TEST_REDIS_URL:-$(TEST_REDIS_URL)} \
+	$(PY) -m pytest $(PYTEST_ARGS); status=$$?; \
+	if [ $$status -eq 5 ]; then echo "FATAL: pytest collected no tests" >&2; fi; exit $$status
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .

@@ -1,0 +1,134 @@
+"""Reading settings from the environment, with errors that name the variable at fault.
+
+Settings fail at start-up with ``ImproperlyConfigured`` and a message saying what to fix,
+rather than later with a stack trace from inside a database or broker driver.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
+
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off", ""}
+
+_DATABASE_SCHEMES = {"postgres", "postgresql", "pgsql", "sqlite"}
+_BROKER_SCHEMES = {"redis", "rediss"}
+
+
+def env_str(name: str, default: str = "") -> str:
+    return os.environ.get(name, default).strip()
+
+
+def env_bool(name: str, default: bool = False) -> bool:
+    raw = os.environ.get(name)
+    if raw is None:
+        return default
+    value = raw.strip().lower()
+    if value in _TRUE:
+        return True
+    if value in _FALSE:
+        return False
+    raise ImproperlyConfigured(f"{name}={raw!r} is not a boolean: use 1/0, true/false or yes/no.")
+
+
+def env_int(name: str, default: int, *, minimum: int | None = None) -> int:
+    raw = os.environ.get(name)
+    if raw is None or not raw.strip():
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ImproperlyConfigured(f"{name}={raw!r} is not an integer.") from None
+    if minimum is not None and value < minimum:
+        raise ImproperlyConfigured(f"{name}={value} must be at least {minimum}.")
+    return value
+
+
+def env_float(name: str, default: float, *, minimum: float | None = None) -> float:
+    raw = os.environ.get(name)
+    if raw is None or not raw.strip():
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ImproperlyConfigured(f"{name}={raw!r} is not a number.") from None
+    if minimum is not None and value < minimum:
+        raise ImproperlyConfigured(f"{name}={value} must be at least {minimum}.")
+    return value
+
+
+def env_list(name: str, default: list[str]) -> list[str]:
+    raw = os.environ.get(name)
+    if raw is None:
+        return default
+    return [item.strip() for item in raw.split(",") if item.strip()]
+
+
+def _redacted(url: str) -> str:
+    """The URL with any password replaced, so an error message never leaks a secret."""
+    try:
+        parts = urlsplit(url)
+        if parts.password:
+            netloc = parts.netloc.replace(f":{parts.password}@", ":***@")
+            return parts._replace(netloc=netloc).geturl()
+    except ValueError:
+        pass
+    return url if "@" not in url else "<url with credentials>"
+
+
+def database_config(name: str, *, default_sqlite_path: Path) -> dict:
+    """``DATABASES['default']`` from a URL in ``name``; an embedded SQLite file when unset."""
+    url = env_str(name)
+    if not url:
+        default_sqlite_path.parent.mkdir(parents=True, exist_ok=True)
+        return {
+            "ENGINE": "django.db.backends.sqlite3",
+            "NAME": str(default_sqlite_path),
+            # Several threads (runserver, eager tasks) share the file: wait, don't fail.
+            "OPTIONS": {"timeout": 20},
+        }
+    scheme = url.split("://", 1)[0].lower() if "://" in url else ""
+    if scheme not in _DATABASE_SCHEMES:
+        raise ImproperlyConfigured(
+            f"{name}={_redacted(url)!r} is not a database URL this project supports: expected "
+            "postgres://USER[:PASSWORD]@HOST[:PORT]/NAME (or sqlite:///PATH)."
+        )
+    try:
+        config = dj_database_url.parse(url, conn_max_age=60, conn_health_checks=True)
+    except (ValueError, dj_database_url.ParseError) as exc:
+        raise ImproperlyConfigured(
+            f"{name}={_redacted(url)!r} is malformed ({exc}); expected "
+            "postgres://USER[:PASSWORD]@HOST[:PORT]/NAME."
+        ) from None
+    if not config.get("NAME"):
+        raise ImproperlyConfigured(
+            f"{name}={_redacted(url)!r} names no database: add it after the host, "
+            "e.g. postgres://postgres@127.0.0.1:5432/adstudio."
+        )
+    if scheme != "sqlite" and not config.get("HOST"):
+        raise ImproperlyConfigured(f"{name}={_redacted(url)!r} names no host.")
+    return config
+
+
+def broker_url(name: str) -> str:
+    """A validated Redis broker URL from ``name``, or "" when unset (tasks then run eagerly)."""
+    url = env_str(name)
+    if not url:
+        return ""
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - raises ValueError for a port that is not a number
+    except ValueError as exc:
+        raise ImproperlyConfigured(
+            f"{name}={_redacted(url)!r} is malformed ({exc}); expected redis://HOST:PORT/DB."
+        ) from None
+    if parts.scheme not in _BROKER_SCHEMES or not parts.hostname:
+        raise ImproperlyConfigured(
+            f"{name}={_redacted(url)!r} is not a Redis URL: expected redis://HOST:PORT/DB."
+        )
+    return url

@@ -1,0 +1,216 @@
+"""Conversations with the creative director, the runs that answer each user turn, and
+the model calls each run made.
+
+The conversation grows by appended ``Message`` rows numbered by ``seq``; nothing rewrites
+history, so two writers can never lose each other's messages.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+from django.db import models
+from django.db.models import Q
+
+from drafts.models import Ad
+
+
+class Role(models.TextChoices):
+    SYSTEM = "system", "System"
+    USER = "user", "User"
+    ASSISTANT = "assistant", "Assistant"
+    TOOL = "tool", "Tool"
+
+
+class RunStatus(models.TextChoices):
+    QUEUED = "queued", "Queued"
+    RUNNING = "running", "Running"
+    SUCCEEDED = "succeeded", "Succeeded"
+    FAILED = "failed", "Failed"
+    CANCELLED = "cancelled", "Cancelled"
+
+    @classmethod
+    def finished(cls) -> tuple[str, ...]:
+        return (cls.SUCCEEDED, cls.FAILED, cls.CANCELLED)
+
+
+class Conversation(models.Model):
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    ad = models.ForeignKey(Ad, on_delete=models.CASCADE, related_name="conversations")
+    provider = models.CharField(max_length=32, blank=True)
+    model = models.CharField(max_length=100, blank=True)
+    summary = models.TextField(
+        blank=True, help_text="Rolling summary of the turns no longer sent to the model."
+    )
+    summary_upto_seq = models.PositiveIntegerField(
+        default=0, help_text="Messages up to this seq are covered by the summary."
+    )
+    prompt_tokens = models.PositiveBigIntegerField(default=0)
+    completion_tokens = models.PositiveBigIntegerField(default=0)
+    cached_tokens = models.PositiveBigIntegerField(default=0)
+    cost = models.DecimalField(max_digits=12, decimal_places=6, default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        indexes = [models.Index(fields=["ad", "-created_at"], name="conversation_ad_recent")]
+
+    def __str__(self) -> str:
+        return f"Conversation {self.id} on {self.ad}"
+
+
+class Run(models.Model):
+    """One execution of the agent loop for one user turn."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="runs")
+    status = models.CharField(max_length=10, choices=RunStatus.choices, default=RunStatus.QUEUED)
+    input_text = models.TextField(help_text="The user's message, stored before anything runs.")
+    provider = models.CharField(max_length=32, blank=True)
+    model = models.CharField(max_length=100, blank=True)
+    rounds = models.PositiveSmallIntegerField(default=0)
+    prompt_tokens = models.PositiveBigIntegerField(default=0)
+    completion_tokens = models.PositiveBigIntegerField(default=0)
+    cached_tokens = models.PositiveBigIntegerField(default=0)
+    cost = models.DecimalField(max_digits=12, decimal_places=6, default=0)
+    cost_exact = models.BooleanField(
+        default=True, help_text="False when some usage was estimated locally."
+    )
+    error_code = models.CharField(max_length=64, blank=True)
+    error_message = models.TextField(blank=True)
+    final_message = models.TextField(blank=True)
+    idempotency_key = models.CharField(max_length=128, blank=True)
+    cancel_requested = models.BooleanField(default=False)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(status__in=RunStatus.values), name="run_status_valid"
+            ),
+            # A finished run always says when it finished; an unfinished one never does.
+            models.CheckConstraint(
+                condition=Q(status__in=RunStatus.finished(), finished_at__isnull=False)
+                | (~Q(status__in=RunStatus.finished()) & Q(finished_at__isnull=True)),
+                name="run_finished_at_matches_status",
+            ),
+        ]
+        indexes = [
+            models.Index(fields=["conversation", "created_at"], name="run_conversation_order"),
+            # The recovery sweep looks only at unfinished runs.
+            models.Index(
+                fields=["status", "heartbeat_at"],
+                condition=Q(status__in=["queued", "running"]),
+                name="run_unfinished",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"Run {self.id} ({self.status})"
+
+
+class Message(models.Model):
+    conversation = models.ForeignKey(
+        Conversation, on_delete=models.CASCADE, related_name="messages"
+    )
+    seq = models.PositiveIntegerField()
+    role = models.CharField(max_length=10, choices=Role.choices)
+    text = models.TextField(blank=True)
+    # Assistant: [{"id", "name", "arguments": {...}, "raw_arguments": "..."}], in call order.
+    tool_calls = models.JSONField(default=list, blank=True)
+    # Tool results: the call answered, the tool's name, and whether it was an error.
+    tool_call_id = models.CharField(max_length=128, blank=True)
+    name = models.CharField(max_length=64, blank=True)
+    is_error = models.BooleanField(default=False)
+    # Provider fields that must go back on later requests (e.g. Kimi reasoning_content).
+    provider_data = models.JSONField(default=dict, blank=True)
+    run = models.ForeignKey(
+        Run, null=True, blank=True, on_delete=models.SET_NULL, related_name="messages"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["conversation", "seq"]
+        constraints = [
+            # The conversation's order: one message per position, no duplicates.
+            models.UniqueConstraint(fields=["conversation", "seq"], name="message_unique_seq"),
+            models.CheckConstraint(condition=Q(seq__gte=1), name="message_seq_positive"),
+            models.CheckConstraint(condition=Q(role__in=Role.values), name="message_role_valid"),
+            # A tool result that answers no call id would be rejected by every provider.
+            models.CheckConstraint(
+                condition=~Q(role=Role.TOOL) | ~Q(tool_call_id=""),
+                name="message_tool_has_call_id",
+            ),
+        ]
+        indexes = [
+            models.Index(fields=["run", "seq"], name="message_run_seq"),
+        ]
+
+    def __str__(self) -> str:
+        return f"#{self.seq} {self.role}"
+
+
+class ModelCall(models.Model):
+    """One request to a provider: what it cost, how long it took, how it ended."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="model_calls")
+    round = models.PositiveSmallIntegerField()
+    attempt = models.PositiveSmallIntegerField(default=1)
+    provider = models.CharField(max_length=32)
+    model = models.CharField(max_length=100)
+    latency_ms = models.PositiveIntegerField(default=0)
+    prompt_tokens = models.PositiveIntegerField(default=0)
+    completion_tokens = models.PositiveIntegerField(default=0)
+    cached_tokens = models.PositiveIntegerField(default=0)
+    usage_exact = models.BooleanField(default=True)
+    finish_reason = models.CharField(max_length=16, blank=True)
+    provider_request_id = models.CharField(max_length=128, blank=True)
+    error_code = models.CharField(max_length=64, blank=True)
+    error = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["run", "round", "attempt", "id"]
+        constraints = [
+            models.CheckConstraint(condition=Q(round__gte=1), name="model_call_round_positive"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.provider}/{self.model} round {self.round}"
+
+
+class RunEventType(models.TextChoices):
+    RUN_STARTED = "run.started", "Run started"
+    MODEL_CALL_STARTED = "model_call.started", "Model call started"
+    TEXT = "text", "Text"
+    TOOL_CALL_STARTED = "tool_call.started", "Tool call started"
+    TOOL_CALL_FINISHED = "tool_call.finished", "Tool call finished"
+    DRAFT_CREATED = "draft.created", "Draft created"
+    RUN_FINISHED = "run.finished", "Run finished"
+
+
+class RunEvent(models.Model):
+    """A progress event of a run, numbered so a client can follow the run live."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="events")
+    seq = models.PositiveIntegerField()
+    type = models.CharField(max_length=24, choices=RunEventType.choices)
+    data = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["run", "seq"]
+        constraints = [
+            models.UniqueConstraint(fields=["run", "seq"], name="run_event_unique_seq"),
+            models.CheckConstraint(
+                condition=Q(type__in=RunEventType.values), name="run_event_type_valid"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.run_id} #{self.seq} {self.type}"

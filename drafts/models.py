@@ -1,0 +1,127 @@
+"""Ads and their immutable, versioned drafts (voices, music, sound effects).
+
+A draft is never edited: a change is a new version. A person activates one version per
+kind; the database guarantees there is never more than one active.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+
+
+class Ad(models.Model):
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="ads"
+    )
+    title = models.CharField(max_length=200)
+    # The brief, one column per field so staff can filter and the API can validate each.
+    client = models.TextField(help_text="What is advertised, e.g. Spotify Premium family plan.")
+    audience = models.TextField(blank=True, help_text="Target audience.")
+    duration_s = models.PositiveSmallIntegerField(default=30, help_text="Ad length in seconds.")
+    market = models.CharField(max_length=64, blank=True, help_text="e.g. TH, US, LATAM.")
+    language = models.CharField(max_length=8, help_text="Canonical language code, e.g. th.")
+    context = models.TextField(blank=True, help_text="Anything else the creative should know.")
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [
+            # Audio ads run from a 5 s sting to a 2 min spot; anything else is a typo.
+            models.CheckConstraint(
+                condition=Q(duration_s__gte=5, duration_s__lte=120), name="ad_duration_in_range"
+            ),
+            models.CheckConstraint(condition=~Q(language=""), name="ad_language_not_empty"),
+        ]
+        indexes = [models.Index(fields=["owner", "-created_at"], name="ad_owner_recent")]
+
+    def __str__(self) -> str:
+        return self.title
+
+
+class DraftKind(models.TextChoices):
+    VOICES = "voices", "Voices"
+    MUSIC = "music", "Music"
+    SFX = "sfx", "Sound effects"
+
+
+class DraftStatus(models.TextChoices):
+    DRAFT = "draft", "Draft"
+    ACTIVE = "active", "Active"
+    ARCHIVED = "archived", "Archived"
+
+
+class DraftAuthor(models.TextChoices):
+    LLM = "llm", "LLM"
+    USER = "user", "User"
+    IMPORT = "import", "Import"
+
+
+class Draft(models.Model):
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    ad = models.ForeignKey(Ad, on_delete=models.CASCADE, related_name="drafts")
+    kind = models.CharField(max_length=8, choices=DraftKind.choices)
+    version = models.PositiveIntegerField()
+    status = models.CharField(max_length=8, choices=DraftStatus.choices, default=DraftStatus.DRAFT)
+    payload = models.JSONField()
+    summary = models.CharField(max_length=500, blank=True)
+    created_by = models.CharField(
+        max_length=8, choices=DraftAuthor.choices, default=DraftAuthor.LLM
+    )
+    # The run and tool call that wrote this draft. A plain UUID, not a foreign key:
+    # conversations depend on drafts, never the other way round.
+    run_id = models.UUIDField(null=True, blank=True, db_index=True)
+    tool_call_id = models.CharField(max_length=128, blank=True)
+    parent = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="children"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    activated_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["ad", "kind", "-version"]
+        constraints = [
+            # Versions are numbered per ad and kind; a race can never write two v3s.
+            models.UniqueConstraint(
+                fields=["ad", "kind", "version"], name="draft_unique_version_per_kind"
+            ),
+            # Exactly what goes live: at most one active version per ad and kind.
+            models.UniqueConstraint(
+                fields=["ad", "kind"],
+                condition=Q(status=DraftStatus.ACTIVE),
+                name="draft_one_active_per_kind",
+            ),
+            # A retried tool call cannot write a second draft.
+            models.UniqueConstraint(
+                fields=["run_id", "tool_call_id"],
+                condition=Q(run_id__isnull=False),
+                name="draft_unique_tool_call_per_run",
+            ),
+            models.CheckConstraint(condition=Q(version__gte=1), name="draft_version_positive"),
+            models.CheckConstraint(condition=Q(kind__in=DraftKind.values), name="draft_kind_valid"),
+            models.CheckConstraint(
+                condition=Q(status__in=DraftStatus.values), name="draft_status_valid"
+            ),
+            models.CheckConstraint(
+                condition=Q(created_by__in=DraftAuthor.values), name="draft_created_by_valid"
+            ),
+            # A draft written by a run always says which tool call wrote it.
+            models.CheckConstraint(
+                condition=Q(run_id__isnull=True) | ~Q(tool_call_id=""),
+                name="draft_run_has_tool_call_id",
+            ),
+        ]
+        indexes = [models.Index(fields=["ad", "kind", "status"], name="draft_ad_kind_status")]
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.label}"
+
+    @property
+    def label(self) -> str:
+        """The version as people and the model say it: ``v3``."""
+        return f"v{self.version}"

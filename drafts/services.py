@@ -1,0 +1,98 @@
+"""Writes to ads and drafts: creating versions and activating one of them."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+
+from django.db import transaction
+from django.db.models import Max
+from django.utils import timezone
+
+from drafts.locks import ad_lock
+from drafts.models import Ad, Draft, DraftAuthor, DraftKind, DraftStatus
+
+
+class DraftNotInAd(Exception):
+    """The draft belongs to another ad: it cannot be activated through this one."""
+
+
+@dataclass(frozen=True)
+class ActivationResult:
+    draft: Draft
+    archived: Draft | None  # the version that was active before, if any
+    changed: bool  # False when the draft was already active
+
+    @property
+    def message(self) -> str:
+        if not self.changed:
+            return f"{self.draft.kind} {self.draft.label} was already active."
+        if self.archived is None:
+            return f"Activated {self.draft.kind} {self.draft.label}."
+        return f"Activated {self.draft.kind} {self.draft.label} (archived {self.archived.label})."
+
+
+def draft_create(
+    *,
+    ad: Ad,
+    kind: DraftKind | str,
+    payload: dict,
+    summary: str = "",
+    created_by: DraftAuthor | str = DraftAuthor.LLM,
+    run_id: uuid.UUID | None = None,
+    tool_call_id: str = "",
+) -> tuple[Draft, bool]:
+    """Write the next version of ``kind`` for ``ad``; returns ``(draft, created)``.
+
+    Version numbers come from the ad's row lock, so concurrent writers get 1, 2, 3...
+    with no gap or duplicate. With a ``run_id`` the call is idempotent per
+    ``(run_id, tool_call_id)``: a replayed tool call returns the draft it wrote first.
+    """
+    with transaction.atomic():
+        ad_lock(ad_id=ad.pk)
+        if run_id is not None:
+            existing = Draft.objects.filter(run_id=run_id, tool_call_id=tool_call_id).first()
+            if existing is not None:
+                return existing, False
+        latest = Draft.objects.filter(ad_id=ad.pk, kind=kind).aggregate(v=Max("version"))["v"]
+        parent = (
+            Draft.objects.filter(ad_id=ad.pk, kind=kind, version=latest).first() if latest else None
+        )
+        draft = Draft.objects.create(
+            ad_id=ad.pk,
+            kind=kind,
+            version=(latest or 0) + 1,
+            payload=payload,
+            summary=summary[:500],
+            created_by=created_by,
+            run_id=run_id,
+            tool_call_id=tool_call_id,
+            parent=parent,
+        )
+        return draft, True
+
+
+def draft_activate(*, ad: Ad, draft_id: uuid.UUID) -> ActivationResult:
+    """Make ``draft_id`` the live version of its kind for ``ad``.
+
+    In one transaction under the ad's lock: archive the version active now, activate the
+    chosen one. Activating the active version is a no-op. A draft of another ad raises
+    ``DraftNotInAd`` and changes nothing.
+    """
+    with transaction.atomic():
+        ad_lock(ad_id=ad.pk)
+        draft = Draft.objects.filter(pk=draft_id, ad_id=ad.pk).first()
+        if draft is None:
+            raise DraftNotInAd(f"Draft {draft_id} does not belong to ad {ad.pk}.")
+        if draft.status == DraftStatus.ACTIVE:
+            return ActivationResult(draft=draft, archived=None, changed=False)
+        previous = Draft.objects.filter(
+            ad_id=ad.pk, kind=draft.kind, status=DraftStatus.ACTIVE
+        ).first()
+        if previous is not None:
+            previous.status = DraftStatus.ARCHIVED
+            previous.save(update_fields=["status"])
+        draft.status = DraftStatus.ACTIVE
+        draft.activated_at = timezone.now()
+        draft.save(update_fields=["status", "activated_at"])
+        return ActivationResult(draft=draft, archived=previous, changed=True)

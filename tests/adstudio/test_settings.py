@@ -1,0 +1,89 @@
+"""Settings come from the environment and fail clearly when it is wrong."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def manage(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    base = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "CELERY_BROKER_URL"}}
+    base.update(env or {})
+    return subprocess.run(
+        [sys.executable, "manage.py", *args],
+        cwd=ROOT,
+        env=base,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+@pytest.mark.parametrize(
+    ("url", "expected"),
+    [
+        ("postgres://u:secret@db:notaport/x", "is malformed"),
+        ("mysql://u@db/x", "not a database URL this project supports"),
+        ("postgres://u@127.0.0.1:5432/", "names no database"),
+        ("not a url", "not a database URL this project supports"),
+    ],
+)
+def test_malformed_database_url_is_a_clear_start_up_error(url, expected):
+    result = manage("check", env={"DATABASE_URL": url})
+    assert result.returncode == 2
+    assert expected in result.stderr
+    assert "DATABASE_URL" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert "secret" not in result.stderr  # the password never appears in an error
+
+
+@pytest.mark.parametrize("url", ["amqp://guest@localhost//", "redis://h:port/0", "redis://"])
+def test_malformed_broker_url_is_a_clear_start_up_error(url):
+    result = manage("check", env={"CELERY_BROKER_URL": url})
+    assert result.returncode == 2
+    assert "CELERY_BROKER_URL" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_invalid_debug_flag_is_named():
+    result = manage("check", env={"DEBUG": "maybe"})
+    assert result.returncode == 2
+    assert "DEBUG='maybe' is not a boolean" in result.stderr
+
+
+def test_embedded_default_uses_sqlite_and_eager_tasks(tmp_path):
+    code = (
+        "from django.conf import settings; "
+        "print(settings.DATABASES['default']['ENGINE'], settings.CELERY_TASK_ALWAYS_EAGER)"
+    )
+    result = manage("shell", "--no-imports", "-c", code)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["django.db.backends.sqlite3", "True"]
+
+
+def test_broker_url_turns_off_eager_tasks():
+    code = "from django.conf import settings; print(settings.CELERY_TASK_ALWAYS_EAGER)"
+    result = manage(
+        "shell", "--no-imports", "-c", code, env={"CELERY_BROKER_URL": "redis://127.0.0.1:6379/0"}
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "False"
+
+
+def test_deploy_check_flags_the_development_secret_key():
+    result = manage("check", "--deploy", env={"DATABASE_URL": os.environ["DATABASE_URL"]})
+    assert "security.W009" in result.stderr + result.stdout
+
+
+def test_project_checks_and_migrations_are_clean():
+    env = {"DATABASE_URL": os.environ["DATABASE_URL"]}
+    check = manage("check", env=env)
+    migrations = manage("makemigrations", "--check", "--dry-run", env=env)
+    assert check.returncode == 0, check.stderr
+    assert migrations.returncode == 0, migrations.stdout + migrations.stderr

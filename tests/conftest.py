@@ -1,0 +1,99 @@
+"""Suite-wide fixtures and guards.
+
+The suite runs on the real Postgres (``DATABASE_URL``); it refuses to fall back to SQLite,
+because constraints, locks and races behave differently there. No test may reach a host
+outside loopback: a provider call that escapes the local test servers fails loudly.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import socket
+
+import pytest
+from django.conf import settings
+
+_LOOPBACK_NAMES = {"localhost", "localhost.localdomain"}
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    engine = settings.DATABASES["default"]["ENGINE"]
+    if not engine.endswith("postgresql"):
+        raise pytest.UsageError(
+            "The test suite needs PostgreSQL: set DATABASE_URL=postgres://... "
+            f"(got engine {engine!r}). Run it with `make test`."
+        )
+
+
+def _is_loopback(host: object) -> bool:
+    if not isinstance(host, str):
+        return True  # AF_UNIX paths and the like never leave the machine
+    if host in _LOOPBACK_NAMES:
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+@pytest.fixture(autouse=True)
+def _no_network_beyond_loopback(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Fail any connection to a non-loopback address (no real LLM call, ever)."""
+    real_connect = socket.socket.connect
+    real_getaddrinfo = socket.getaddrinfo
+
+    def guarded_connect(sock: socket.socket, address, *args, **kwargs):
+        host = address[0] if isinstance(address, tuple) else address
+        if not _is_loopback(host):
+            raise ConnectionRefusedError(f"test tried to reach {host!r}: only loopback allowed")
+        return real_connect(sock, address, *args, **kwargs)
+
+    def guarded_getaddrinfo(host, *args, **kwargs):
+        if host is not None and not _is_loopback(host):
+            raise socket.gaierror(f"test tried to resolve {host!r}: only loopback allowed")
+        return real_getaddrinfo(host, *args, **kwargs)
+
+    monkeypatch.setattr(socket.socket, "connect", guarded_connect)
+    monkeypatch.setattr(socket, "getaddrinfo", guarded_getaddrinfo)
+
+
+@pytest.fixture
+def user(django_user_model):
+    return django_user_model.objects.create_user(username="alice", password="pw-alice-123")
+
+
+@pytest.fixture
+def other_user(django_user_model):
+    return django_user_model.objects.create_user(username="bob", password="pw-bob-123")
+
+
+@pytest.fixture
+def staff_user(django_user_model):
+    return django_user_model.objects.create_superuser(
+        username="staff", password="pw-staff-123", email="staff@example.com"
+    )
+
+
+@pytest.fixture
+def make_ad(user):
+    from drafts.models import Ad
+
+    def make(**overrides) -> Ad:
+        fields = {
+            "owner": user,
+            "title": "Spotify Premium family plan",
+            "client": "Spotify Premium family plan",
+            "audience": "Thai families",
+            "duration_s": 30,
+            "market": "TH",
+            "language": "th",
+        }
+        fields.update(overrides)
+        return Ad.objects.create(**fields)
+
+    return make
+
+
+@pytest.fixture
+def ad(make_ad):
+    return make_ad()

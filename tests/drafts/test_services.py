@@ -1,0 +1,134 @@
+"""Draft versioning and activation."""
+
+from __future__ import annotations
+
+import threading
+import uuid
+
+import pytest
+from django.db import connection
+
+from drafts.models import Draft, DraftKind, DraftStatus
+from drafts.services import DraftNotInAd, draft_activate, draft_create
+
+
+@pytest.mark.django_db
+def test_versions_count_up_per_kind_with_parent_links(ad):
+    v1, _ = draft_create(ad=ad, kind=DraftKind.MUSIC, payload={"prompt": "calm"})
+    v2, _ = draft_create(ad=ad, kind=DraftKind.MUSIC, payload={"prompt": "upbeat"})
+    s1, _ = draft_create(ad=ad, kind=DraftKind.SFX, payload={"prompts": []})
+    assert (v1.version, v2.version, s1.version) == (1, 2, 1)
+    assert v2.parent_id == v1.pk and v1.parent_id is None
+    assert v2.label == "v2"
+
+
+@pytest.mark.django_db
+def test_a_replayed_tool_call_returns_its_first_draft(ad):
+    run_id = uuid.uuid4()
+    first, created = draft_create(
+        ad=ad, kind=DraftKind.MUSIC, payload={"p": 1}, run_id=run_id, tool_call_id="call_a"
+    )
+    again, created_again = draft_create(
+        ad=ad, kind=DraftKind.MUSIC, payload={"p": 2}, run_id=run_id, tool_call_id="call_a"
+    )
+    assert created and not created_again
+    assert again.pk == first.pk
+    assert Draft.objects.filter(ad=ad).count() == 1
+
+
+@pytest.mark.django_db
+def test_activation_archives_the_previous_version(ad):
+    v1, _ = draft_create(ad=ad, kind=DraftKind.MUSIC, payload={})
+    v2, _ = draft_create(ad=ad, kind=DraftKind.MUSIC, payload={})
+    voices, _ = draft_create(ad=ad, kind=DraftKind.VOICES, payload={})
+
+    first = draft_activate(ad=ad, draft_id=v1.pk)
+    assert first.changed and first.archived is None
+
+    second = draft_activate(ad=ad, draft_id=v2.pk)
+    assert second.changed and second.archived.pk == v1.pk
+    assert second.message == "Activated music v2 (archived v1)."
+
+    statuses = dict(Draft.objects.filter(ad=ad, kind="music").values_list("version", "status"))
+    assert statuses == {1: DraftStatus.ARCHIVED, 2: DraftStatus.ACTIVE}
+    voices.refresh_from_db()
+    assert voices.status == DraftStatus.DRAFT  # other kinds untouched
+
+
+@pytest.mark.django_db
+def test_activating_the_active_version_is_a_no_op(ad):
+    v1, _ = draft_create(ad=ad, kind=DraftKind.MUSIC, payload={})
+    draft_activate(ad=ad, draft_id=v1.pk)
+    activated_at = Draft.objects.get(pk=v1.pk).activated_at
+
+    result = draft_activate(ad=ad, draft_id=v1.pk)
+
+    assert not result.changed
+    assert result.message == "music v1 was already active."
+    assert Draft.objects.get(pk=v1.pk).activated_at == activated_at
+
+
+@pytest.mark.django_db
+def test_a_draft_of_another_ad_cannot_be_activated_through_this_ad(ad, make_ad):
+    other_ad = make_ad(title="Other")
+    foreign, _ = draft_create(ad=other_ad, kind=DraftKind.MUSIC, payload={})
+
+    with pytest.raises(DraftNotInAd):
+        draft_activate(ad=ad, draft_id=foreign.pk)
+
+    foreign.refresh_from_db()
+    assert foreign.status == DraftStatus.DRAFT
+
+
+@pytest.mark.django_db(transaction=True)
+def test_racing_activations_of_different_versions_leave_exactly_one_active(ad):
+    """Two connections activate v1 and v2 at the same moment, many times over."""
+    drafts = [draft_create(ad=ad, kind=DraftKind.MUSIC, payload={})[0] for _ in range(2)]
+    errors: list[BaseException] = []
+
+    for _round in range(10):
+        barrier = threading.Barrier(2)
+
+        def activate(draft: Draft, barrier: threading.Barrier = barrier) -> None:
+            try:
+                barrier.wait(timeout=10)
+                draft_activate(ad=ad, draft_id=draft.pk)
+            except BaseException as exc:  # surfaced by the assertion below
+                errors.append(exc)
+            finally:
+                connection.close()
+
+        threads = [threading.Thread(target=activate, args=(d,)) for d in drafts]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=30)
+
+        assert not errors
+        active = Draft.objects.filter(ad=ad, kind="music", status=DraftStatus.ACTIVE)
+        assert active.count() == 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_concurrent_creates_number_versions_without_gaps(ad):
+    errors: list[BaseException] = []
+    barrier = threading.Barrier(8)
+
+    def create() -> None:
+        try:
+            barrier.wait(timeout=10)
+            draft_create(ad=ad, kind=DraftKind.VOICES, payload={})
+        except BaseException as exc:
+            errors.append(exc)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=create) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=30)
+
+    assert not errors
+    versions = sorted(Draft.objects.filter(ad=ad).values_list("version", flat=True))
+    assert versions == list(range(1, 9))

@@ -1,0 +1,194 @@
+"""Every admin page renders for staff and is refused to everybody else."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+from django.urls import reverse
+
+from conversations.models import Conversation, Message, ModelCall, Run, RunEvent
+from drafts.models import Draft, DraftStatus
+from drafts.services import draft_create
+from voices.models import Voice
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def objects(ad):
+    voice = Voice.objects.create(
+        provider="elevenlabs",
+        provider_voice_id="v1",
+        name="Somchai",
+        language="th",
+        gender="male",
+        metadata={"labels": {"accent": "central"}},
+    )
+    draft, _ = draft_create(ad=ad, kind="music", payload={"prompt": "<b>upbeat</b> pop"})
+    conversation = Conversation.objects.create(ad=ad, provider="demo", model="demo")
+    run = Run.objects.create(conversation=conversation, input_text="make it upbeat")
+    Message.objects.create(conversation=conversation, seq=1, role="user", text="hi", run=run)
+    Message.objects.create(
+        conversation=conversation,
+        seq=2,
+        role="assistant",
+        run=run,
+        tool_calls=[
+            {
+                "id": "call_1",
+                "name": "search_voices",
+                "arguments": {"language": "th"},
+                "raw_arguments": '{"language":"th"}',
+            }
+        ],
+    )
+    Message.objects.create(
+        conversation=conversation,
+        seq=3,
+        role="tool",
+        tool_call_id="call_1",
+        name="search_voices",
+        text='{"voices": []}',
+        run=run,
+    )
+    ModelCall.objects.create(run=run, round=1, provider="demo", model="demo")
+    RunEvent.objects.create(run=run, seq=1, type="run.started", data={"x": 1})
+    return {
+        "voices_voice": voice,
+        "drafts_ad": ad,
+        "drafts_draft": draft,
+        "conversations_conversation": conversation,
+        "conversations_run": run,
+    }
+
+
+@pytest.mark.parametrize(
+    "model",
+    [
+        "voices_voice",
+        "drafts_ad",
+        "drafts_draft",
+        "conversations_conversation",
+        "conversations_run",
+    ],
+)
+def test_staff_see_changelist_and_change_view(client, staff_user, objects, model):
+    client.force_login(staff_user)
+    obj = objects[model]
+
+    changelist = client.get(reverse(f"admin:{model}_changelist"))
+    change = client.get(reverse(f"admin:{model}_change", args=[obj.pk]))
+
+    assert changelist.status_code == 200
+    assert change.status_code == 200
+    assert str(obj.pk) in changelist.content.decode()
+
+
+def test_change_views_render_json_readably(client, staff_user, objects):
+    client.force_login(staff_user)
+    draft_page = client.get(
+        reverse("admin:drafts_draft_change", args=[objects["drafts_draft"].pk])
+    ).content.decode()
+    conversation_page = client.get(
+        reverse(
+            "admin:conversations_conversation_change",
+            args=[objects["conversations_conversation"].pk],
+        )
+    ).content.decode()
+
+    # Pretty-printed and escaped, never raw HTML from a payload.
+    assert "&quot;prompt&quot;: &quot;&lt;b&gt;upbeat&lt;/b&gt; pop&quot;" in draft_page
+    assert "&quot;name&quot;: &quot;search_voices&quot;" in conversation_page
+    assert "call_1" in conversation_page
+
+
+@pytest.mark.parametrize(
+    "model",
+    [
+        "voices_voice",
+        "drafts_ad",
+        "drafts_draft",
+        "conversations_conversation",
+        "conversations_run",
+    ],
+)
+def test_non_staff_are_refused(client, user, objects, model):
+    client.force_login(user)
+    response = client.get(reverse(f"admin:{model}_changelist"))
+    assert response.status_code == 302
+    assert response["Location"].startswith(reverse("admin:login"))
+
+
+def test_anonymous_is_sent_to_login(client):
+    response = client.get(reverse("admin:drafts_draft_changelist"))
+    assert response.status_code == 302
+    assert reverse("admin:login") in response["Location"]
+
+
+def test_activate_action_activates_and_reports(client, staff_user, ad):
+    v1, _ = draft_create(ad=ad, kind="music", payload={})
+    v2, _ = draft_create(ad=ad, kind="music", payload={})
+    client.force_login(staff_user)
+    url = reverse("admin:drafts_draft_changelist")
+
+    client.post(url, {"action": "activate", "_selected_action": [str(v1.pk)]})
+    response = client.post(
+        url, {"action": "activate", "_selected_action": [str(v2.pk)]}, follow=True
+    )
+
+    assert "Activated music v2 (archived v1)." in response.content.decode()
+    assert Draft.objects.get(pk=v2.pk).status == DraftStatus.ACTIVE
+    assert Draft.objects.get(pk=v1.pk).status == DraftStatus.ARCHIVED
+
+
+def test_activate_action_refuses_two_versions_of_one_kind(client, staff_user, ad):
+    v1, _ = draft_create(ad=ad, kind="music", payload={})
+    v2, _ = draft_create(ad=ad, kind="music", payload={})
+    client.force_login(staff_user)
+
+    response = client.post(
+        reverse("admin:drafts_draft_changelist"),
+        {"action": "activate", "_selected_action": [str(v1.pk), str(v2.pk)]},
+        follow=True,
+    )
+
+    page = response.content.decode()
+    assert "Activated music v2." in page
+    assert "Skipped" in page
+    assert list(Draft.objects.filter(status="active").values_list("pk", flat=True)) == [v2.pk]
+
+
+def test_voice_bulk_approve_and_unapprove(client, staff_user):
+    voices = [
+        Voice.objects.create(
+            provider="p",
+            provider_voice_id=str(uuid.uuid4()),
+            name=f"V{i}",
+            language="en",
+            gender="female",
+        )
+        for i in range(3)
+    ]
+    client.force_login(staff_user)
+    url = reverse("admin:voices_voice_changelist")
+    ids = [str(v.pk) for v in voices[:2]]
+
+    response = client.post(url, {"action": "approve", "_selected_action": ids}, follow=True)
+    assert "Approved 2 voice(s)." in response.content.decode()
+    assert set(Voice.objects.filter(approved=True).values_list("name", flat=True)) == {"V0", "V1"}
+
+    client.post(url, {"action": "unapprove", "_selected_action": ids[:1]})
+    assert set(Voice.objects.filter(approved=True).values_list("name", flat=True)) == {"V1"}
+
+
+def test_draft_payload_cannot_be_edited_in_admin(client, staff_user, ad):
+    draft, _ = draft_create(ad=ad, kind="music", payload={"prompt": "calm"})
+    client.force_login(staff_user)
+    url = reverse("admin:drafts_draft_change", args=[draft.pk])
+
+    client.post(url, {"payload": '{"prompt": "hacked"}', "status": "active"})
+
+    draft.refresh_from_db()
+    assert draft.payload == {"prompt": "calm"}
+    assert draft.status == DraftStatus.DRAFT

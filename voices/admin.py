@@ -1,0 +1,44 @@
+"""Staff curate the catalogue here: only approved, active voices reach the model."""
+
+from __future__ import annotations
+
+from django.contrib import admin, messages
+
+from adstudio.admin_json import pretty_json
+from voices.models import Voice
+
+
+@admin.register(Voice)
+class VoiceAdmin(admin.ModelAdmin):
+    list_display = [
+        "name",
+        "language",
+        "locale",
+        "gender",
+        "age",
+        "style",
+        "provider",
+        "approved",
+        "active",
+    ]
+    list_filter = ["language", "gender", "provider", "approved", "active"]
+    search_fields = ["name", "description", "provider_voice_id"]
+    readonly_fields = ["metadata_pretty", "created_at", "updated_at"]
+    exclude = ["metadata"]
+    actions = ["approve", "unapprove"]
+    list_per_page = 100
+    show_full_result_count = False  # an exact count over 100k rows on every page is slow
+
+    @admin.display(description="Raw provider record")
+    def metadata_pretty(self, voice: Voice):
+        return pretty_json(voice.metadata)
+
+    @admin.action(description="Approve selected voices (offer them to the model)")
+    def approve(self, request, queryset):
+        count = queryset.exclude(approved=True).update(approved=True)
+        self.message_user(request, f"Approved {count} voice(s).", messages.SUCCESS)
+
+    @admin.action(description="Unapprove selected voices (hide them from the model)")
+    def unapprove(self, request, queryset):
+        count = queryset.exclude(approved=False).update(approved=False)
+        self.message_user(request, f"Unapproved {count} voice(s).", messages.SUCCESS)

@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class VoicesConfig(AppConfig):
+    name = "voices"
+    verbose_name = "Voice catalogue"

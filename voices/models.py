@@ -1,0 +1,65 @@
+"""The voice catalogue: every voice the creative director may cast, from any TTS provider."""
+
+from __future__ import annotations
+
+from django.db import models
+from django.db.models import Q
+
+
+class Gender(models.TextChoices):
+    MALE = "male", "Male"
+    FEMALE = "female", "Female"
+    NEUTRAL = "neutral", "Neutral"
+
+
+class Voice(models.Model):
+    provider = models.CharField(max_length=32, help_text="TTS provider, e.g. elevenlabs.")
+    provider_voice_id = models.CharField(max_length=128)
+    name = models.CharField(max_length=200)
+    language = models.CharField(
+        max_length=8, help_text="Canonical language code (ISO 639-1), e.g. th, pt, zh."
+    )
+    locale = models.CharField(
+        max_length=16, blank=True, help_text="Regional variant when known, e.g. pt-BR, en-GB."
+    )
+    accent = models.CharField(max_length=64, blank=True)
+    gender = models.CharField(max_length=8, choices=Gender.choices)
+    age = models.CharField(max_length=32, blank=True)
+    style = models.CharField(max_length=64, blank=True)
+    use_case = models.CharField(max_length=64, blank=True)
+    description = models.TextField(blank=True)
+    preview_url = models.URLField(max_length=500, blank=True)
+    approved = models.BooleanField(
+        default=False, help_text="Only approved, active voices are offered to the model."
+    )
+    active = models.BooleanField(default=True)
+    metadata = models.JSONField(default=dict, blank=True, help_text="The provider's raw record.")
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["language", "name", "id"]
+        constraints = [
+            # Imports upsert on this key: one row per voice of a provider.
+            models.UniqueConstraint(
+                fields=["provider", "provider_voice_id"], name="voice_unique_provider_voice_id"
+            ),
+            # Backs the Gender enum for rows written outside the ORM (bulk SQL, imports).
+            models.CheckConstraint(
+                condition=Q(gender__in=Gender.values), name="voice_gender_valid"
+            ),
+            # A voice without a language can never be found by search.
+            models.CheckConstraint(condition=~Q(language=""), name="voice_language_not_empty"),
+        ]
+        indexes = [
+            # voice search: the only rows it ever reads are approved and active.
+            models.Index(
+                fields=["language", "gender", "id"],
+                condition=Q(approved=True, active=True),
+                name="voice_search_lang_gender",
+            ),
+            models.Index(fields=["approved", "active"], name="voice_approved_active"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.language}, {self.gender}, {self.provider})"
