@@ -1,0 +1,58 @@
+"""What a tool is: a name, a description written for the model, a pydantic argument model
+(its JSON schema is what the provider sees) and a handler.
+
+Error contract for handlers: return a JSON-serialisable dict on success; raise
+``ToolError`` for anything the model can fix (it sees ``{"error", "suggestion", ...}``
+and the run goes on); any other exception is a bug, logged by the executor and reported
+to the model as an internal error.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel
+
+if TYPE_CHECKING:
+    from drafts.models import Ad
+
+
+@dataclass(frozen=True)
+class ToolContext:
+    """Who is calling: the conversation's ad, never an ad named in the model's arguments."""
+
+    ad: Ad
+    run_id: uuid.UUID | None = None
+    tool_call_id: str = ""
+
+
+class ToolError(Exception):
+    """A failure the model can act on; ``details`` are merged into the result it sees."""
+
+    def __init__(self, error: str, suggestion: str = "", **details: Any) -> None:
+        super().__init__(error)
+        self.error = error
+        self.suggestion = suggestion
+        self.details = details
+
+    def as_result(self) -> dict[str, Any]:
+        result: dict[str, Any] = {"error": self.error}
+        if self.suggestion:
+            result["suggestion"] = self.suggestion
+        result.update(self.details)
+        return result
+
+
+@dataclass(frozen=True)
+class Tool:
+    name: str
+    description: str
+    args_model: type[BaseModel]
+    handler: Callable[[ToolContext, Any], dict[str, Any]]
+
+    def parameters_schema(self) -> dict[str, Any]:
+        """The JSON schema of the arguments, as sent to providers."""
+        return self.args_model.model_json_schema()
