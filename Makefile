@@ -28,7 +28,7 @@ install: $(STAMP)
 
 run: $(STAMP)
 	$(PY) manage.py migrate --noinput
-	$(PY) manage.py setup_demo
+	DEBUG=$${DEBUG:-1} $(PY) manage.py setup_demo
 	@if [ -n "$$CELERY_BROKER_URL" ]; then \
 	  trap 'kill 0' EXIT INT TERM; \
 	  $(VENV)/bin/celery -A adstudio worker --pool threads --concurrency 8 --loglevel INFO & \

@@ -10,7 +10,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from adstudio.env import broker_url, database_config, env_bool, env_int, env_list, env_str
+from adstudio.env import (
+    broker_url,
+    database_config,
+    env_bool,
+    env_float,
+    env_int,
+    env_list,
+    env_str,
+)
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = BASE_DIR / "var"
@@ -131,4 +139,35 @@ LOGGING = {
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO").upper()},
+}
+
+# --- Agent runs ------------------------------------------------------------------------
+ADSTUDIO_MAX_ROUNDS = env_int("ADSTUDIO_MAX_ROUNDS", 8, minimum=1)
+ADSTUDIO_MAX_TOOL_FAILURES = env_int("ADSTUDIO_MAX_TOOL_FAILURES", 3, minimum=1)
+# Prompt tokens of history sent per request; older turns are summarised.
+ADSTUDIO_CONTEXT_BUDGET_TOKENS = env_int("ADSTUDIO_CONTEXT_BUDGET_TOKENS", 16000, minimum=500)
+# Prompt + completion tokens one run may spend before it stops.
+ADSTUDIO_RUN_TOKEN_BUDGET = env_int("ADSTUDIO_RUN_TOKEN_BUDGET", 300000, minimum=1000)
+ADSTUDIO_HEARTBEAT_INTERVAL = env_float("ADSTUDIO_HEARTBEAT_INTERVAL", 10.0, minimum=0.1)
+# A running run whose heartbeat is older than this is taken for dead and resumed.
+ADSTUDIO_RUN_STALE_AFTER = env_float("ADSTUDIO_RUN_STALE_AFTER", 120.0, minimum=1.0)
+# A queued run older than this whose task may have been lost is enqueued again.
+ADSTUDIO_QUEUED_RUN_GRACE = env_float("ADSTUDIO_QUEUED_RUN_GRACE", 60.0, minimum=1.0)
+ADSTUDIO_RECOVERY_INTERVAL = env_float("ADSTUDIO_RECOVERY_INTERVAL", 60.0, minimum=1.0)
+# USD per million tokens. Cached input is what providers bill for prompt-cache hits.
+ADSTUDIO_MODEL_PRICES = {
+    "gpt-4.1": {"input": 2.00, "cached_input": 0.50, "output": 8.00},
+    "gpt-4.1-mini": {"input": 0.40, "cached_input": 0.10, "output": 1.60},
+    "gpt-4o": {"input": 2.50, "cached_input": 1.25, "output": 10.00},
+    "gpt-4o-mini": {"input": 0.15, "cached_input": 0.075, "output": 0.60},
+    "qwen-max": {"input": 1.60, "cached_input": 0.64, "output": 6.40},
+    "qwen-plus": {"input": 0.40, "cached_input": 0.16, "output": 1.20},
+    "kimi-k2-0905-preview": {"input": 0.60, "cached_input": 0.15, "output": 2.50},
+    "moonshot-v1-32k": {"input": 1.00, "cached_input": 1.00, "output": 3.00},
+}
+CELERY_BEAT_SCHEDULE = {
+    "recover-runs": {
+        "task": "conversations.tasks.recover_runs",
+        "schedule": ADSTUDIO_RECOVERY_INTERVAL,
+    },
 }

@@ -60,6 +60,14 @@ class Conversation(models.Model):
         return f"Conversation {self.id} on {self.ad}"
 
 
+class StopCause(models.TextChoices):
+    FINAL_ANSWER = "final_answer", "Final answer"
+    MAX_ROUNDS = "max_rounds", "Round limit reached"
+    TOKEN_BUDGET = "token_budget", "Token budget spent"
+    CANCELLED = "cancelled", "Cancelled"
+    ERROR = "error", "Error"
+
+
 class Run(models.Model):
     """One execution of the agent loop for one user turn."""
 
@@ -70,6 +78,7 @@ class Run(models.Model):
     provider = models.CharField(max_length=32, blank=True)
     model = models.CharField(max_length=100, blank=True)
     rounds = models.PositiveSmallIntegerField(default=0)
+    stop_cause = models.CharField(max_length=16, choices=StopCause.choices, blank=True)
     prompt_tokens = models.PositiveBigIntegerField(default=0)
     completion_tokens = models.PositiveBigIntegerField(default=0)
     cached_tokens = models.PositiveBigIntegerField(default=0)
@@ -129,6 +138,8 @@ class Message(models.Model):
     is_error = models.BooleanField(default=False)
     # Provider fields that must go back on later requests (e.g. Kimi reasoning_content).
     provider_data = models.JSONField(default=dict, blank=True)
+    # Estimated once at write time, so trimming never re-tokenises the history.
+    tokens = models.PositiveIntegerField(default=0)
     run = models.ForeignKey(
         Run, null=True, blank=True, on_delete=models.SET_NULL, related_name="messages"
     )

@@ -1,0 +1,529 @@
+"""The agent loop: one run answers one user turn through model calls and tool calls.
+
+Each step returns what happens next (``RunTools``, ``Final`` or ``Stop``); every message,
+model call and event is persisted as it happens, so a run that dies is resumed from its
+last persisted step by the recovery sweep and no tool call is executed twice.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+import uuid
+from collections import Counter
+from dataclasses import dataclass, field
+
+from celery.exceptions import SoftTimeLimitExceeded
+from django.conf import settings
+from django.db import transaction
+from django.db.models import F
+
+from adstudio.tools import ToolContext
+from conversations import providers
+from conversations.heartbeat import Heartbeat
+from conversations.history import (
+    make_valid,
+    recent_turns_within,
+    row_to_message,
+    split_turns,
+    tool_calls_to_json,
+)
+from conversations.models import (
+    Conversation,
+    ModelCall,
+    Role,
+    Run,
+    RunEventType,
+    RunStatus,
+    StopCause,
+)
+from conversations.models import Message as MessageRow
+from conversations.pricing import usage_cost
+from conversations.prompts import FINAL_ANSWER_NUDGE, system_prompt
+from conversations.providers.base import (
+    AssistantMessage,
+    GenerateOptions,
+    GenerateRequest,
+    Message,
+    ModelResponse,
+    ProviderError,
+    StopReason,
+    ToolCall,
+    ToolResultMessage,
+    Usage,
+    UserMessage,
+)
+from conversations.services import EventLog, run_claim, run_finish
+from conversations.tokens import count_tokens, message_tokens
+from conversations.tools import ToolOutcome, execute_tool_call, tool_specs
+
+logger = logging.getLogger(__name__)
+
+SUMMARY_SYSTEM_PROMPT = (
+    "You summarise the earlier part of a conversation between a user and an audio-ad "
+    "creative director. Keep every fact that later turns may need: the brief, the voices "
+    "chosen (names and ids), each draft version created and what it contained, and the "
+    "user's requests and preferences. Plain prose, at most 250 words."
+)
+TEXT_EVENT_INTERVAL = 0.25  # seconds between streamed text events
+
+
+@dataclass(frozen=True)
+class RunTools:
+    calls: tuple[ToolCall, ...]
+    message_seq: int
+
+
+@dataclass(frozen=True)
+class Final:
+    text: str
+    cause: StopCause = StopCause.FINAL_ANSWER
+
+
+@dataclass(frozen=True)
+class Stop:
+    status: RunStatus
+    cause: StopCause
+    code: str = ""
+    message: str = ""
+
+
+@dataclass
+class RunState:
+    """Everything one run works with; built once, then appended to as the run goes."""
+
+    run: Run
+    conversation: Conversation
+    route: list[providers.ProviderBinding]
+    rows: list[MessageRow]  # the history sent to the model (after the summary)
+    next_seq: int
+    events: EventLog
+    heartbeat: Heartbeat
+    failures: Counter = field(default_factory=Counter)
+    messages: list[Message] = field(default_factory=list)
+
+    @property
+    def ad(self):
+        return self.conversation.ad
+
+
+def run_agent(run_id: uuid.UUID | str) -> None:
+    """Execute (or resume) the run; safe to call twice: a second call finds nothing to do."""
+    run = run_claim(run_id=uuid.UUID(str(run_id)))
+    if run is None:
+        return
+    outcome: Final | Stop
+    try:
+        with Heartbeat(run.pk, interval=settings.ADSTUDIO_HEARTBEAT_INTERVAL) as heartbeat:
+            state = _load_state(run, heartbeat)
+            outcome = _drive(state)
+    except providers.ProviderUnavailable as exc:
+        outcome = Stop(RunStatus.FAILED, StopCause.ERROR, "provider_unavailable", str(exc))
+    except ProviderError as exc:
+        outcome = Stop(RunStatus.FAILED, StopCause.ERROR, exc.code, str(exc))
+    except SoftTimeLimitExceeded:
+        outcome = Stop(RunStatus.FAILED, StopCause.ERROR, "timeout", "The run took too long.")
+    except Exception:
+        logger.exception("run %s failed", run.pk)
+        outcome = Stop(
+            RunStatus.FAILED,
+            StopCause.ERROR,
+            "internal_error",
+            "The run failed with an internal error; staff can see the details in the logs.",
+        )
+    if isinstance(outcome, Final):
+        run_finish(
+            run_id=run.pk,
+            status=RunStatus.SUCCEEDED,
+            cause=outcome.cause,
+            final_message=outcome.text,
+        )
+    else:
+        run_finish(
+            run_id=run.pk,
+            status=outcome.status,
+            cause=outcome.cause,
+            error_code=outcome.code,
+            error_message=outcome.message,
+        )
+
+
+# --- State -----------------------------------------------------------------------------
+
+
+def _load_state(run: Run, heartbeat: Heartbeat) -> RunState:
+    conversation = run.conversation
+    route = providers.route(
+        language=conversation.ad.language,
+        market=conversation.ad.market,
+        requested=conversation.provider or None,
+    )
+    rows = list(
+        MessageRow.objects.filter(
+            conversation=conversation, seq__gt=conversation.summary_upto_seq
+        ).order_by("seq")
+    )
+    last_seq = (
+        MessageRow.objects.filter(conversation=conversation)
+        .order_by("-seq")
+        .values_list("seq", flat=True)
+        .first()
+    )
+    state = RunState(
+        run=run,
+        conversation=conversation,
+        route=route,
+        rows=rows,
+        next_seq=(last_seq or 0) + 1,
+        events=EventLog(run),
+        heartbeat=heartbeat,
+    )
+    for row in rows:
+        if row.run_id == run.pk and row.role == Role.TOOL and row.is_error:
+            state.failures[row.name] += 1
+    if not any(r.run_id == run.pk and r.role == Role.USER for r in rows):
+        _append(state, UserMessage(text=run.input_text))
+    _summarise_if_needed(state)
+    state.messages = _messages_from(state)
+    return state
+
+
+def _messages_from(state: RunState) -> list[Message]:
+    messages: list[Message] = []
+    if state.conversation.summary:
+        messages.append(UserMessage(text=_summary_block(state)))
+    messages += [m for m in (row_to_message(r) for r in state.rows) if m is not None]
+    return messages
+
+
+def _summary_block(state: RunState) -> str:
+    return (
+        "Summary of the earlier conversation (older turns are not repeated here):\n"
+        f"{state.conversation.summary}"
+    )
+
+
+def _append(state: RunState, message: Message, *, extra: dict | None = None) -> MessageRow:
+    """Persist ``message`` as the conversation's next row and add it to the history."""
+    fields: dict = {"text": getattr(message, "text", "")}
+    if isinstance(message, AssistantMessage):
+        fields.update(
+            role=Role.ASSISTANT,
+            tool_calls=tool_calls_to_json(message.tool_calls),
+            provider_data=message.provider_data,
+        )
+    elif isinstance(message, ToolResultMessage):
+        fields.update(
+            role=Role.TOOL,
+            text=message.content,
+            tool_call_id=message.tool_call_id,
+            name=message.name,
+            is_error=message.is_error,
+        )
+    else:
+        fields.update(role=Role.USER)
+    fields.update(extra or {})
+    row = MessageRow.objects.create(
+        conversation=state.conversation,
+        run=state.run,
+        seq=state.next_seq,
+        tokens=message_tokens(message),
+        **fields,
+    )
+    state.next_seq += 1
+    state.rows.append(row)
+    state.messages.append(message)
+    return row
+
+
+# --- Steps -----------------------------------------------------------------------------
+
+
+def _drive(state: RunState) -> Final | Stop:
+    resume = _resume_point(state)
+    if isinstance(resume, Final):
+        return resume
+    if isinstance(resume, RunTools):
+        _run_tools(state, resume)
+    while True:
+        if state.heartbeat.cancel_requested:
+            return Stop(RunStatus.CANCELLED, StopCause.CANCELLED)
+        spent = state.run.prompt_tokens + state.run.completion_tokens
+        if spent >= settings.ADSTUDIO_RUN_TOKEN_BUDGET:
+            return Stop(
+                RunStatus.FAILED,
+                StopCause.TOKEN_BUDGET,
+                "token_budget",
+                f"The run stopped after {spent} tokens "
+                f"(budget {settings.ADSTUDIO_RUN_TOKEN_BUDGET}).",
+            )
+        if state.run.rounds >= settings.ADSTUDIO_MAX_ROUNDS:
+            step = _model_step(state, final=True)
+            text = step.text if isinstance(step, Final) else ""
+            return Final(text=text, cause=StopCause.MAX_ROUNDS)
+        step = _model_step(state)
+        if not isinstance(step, RunTools):
+            return step
+        _run_tools(state, step)
+
+
+def _resume_point(state: RunState) -> RunTools | Final | None:
+    """Where a resumed run picks up: unanswered calls of its last assistant message, or
+    its final answer if it was written before the worker died."""
+    own = [r for r in state.rows if r.run_id == state.run.pk]
+    assistant = next((r for r in reversed(own) if r.role == Role.ASSISTANT), None)
+    if assistant is None:
+        return None
+    answered = {r.tool_call_id for r in own if r.role == Role.TOOL and r.seq > assistant.seq}
+    if not assistant.tool_calls:
+        return Final(text=assistant.text) if assistant is own[-1] else None
+    message = row_to_message(assistant)
+    pending = tuple(c for c in message.tool_calls if c.id not in answered)
+    return RunTools(calls=pending, message_seq=assistant.seq) if pending else None
+
+
+def _model_step(state: RunState, *, final: bool = False) -> RunTools | Final | Stop:
+    run = state.run
+    round_no = run.rounds + 1
+    messages = make_valid(state.messages)
+    options = GenerateOptions(tool_choice="none") if final else GenerateOptions()
+    if final:
+        messages.append(UserMessage(text=FINAL_ANSWER_NUDGE))
+    request = GenerateRequest(
+        model="",  # each provider binding sets its own model
+        system=system_prompt(),
+        messages=tuple(messages),
+        tools=tool_specs(),
+        options=options,
+    )
+    state.events.append((RunEventType.MODEL_CALL_STARTED, {"round": round_no}))
+    text_stream = _TextEvents(state.events)
+    response = providers.generate(
+        request,
+        route=state.route,
+        on_attempt=lambda attempt: _record_attempt(run, round_no, attempt),
+        on_text=text_stream.add,
+    )
+    text_stream.flush()
+    usage = response.usage
+    if usage.prompt_tokens == 0 and usage.completion_tokens == 0:
+        usage = _estimated_usage(request, response)
+    message = response.message
+    truncated = response.stop_reason == StopReason.MAX_TOKENS and message.tool_calls
+    if final or truncated:
+        # No tool runs now: keep the calls for staff, out of the replayed history.
+        extra = (
+            {
+                "provider_data": {
+                    **message.provider_data,
+                    "dropped_tool_calls": tool_calls_to_json(message.tool_calls),
+                }
+            }
+            if message.tool_calls
+            else {}
+        )
+        message = AssistantMessage(text=message.text, provider_data=message.provider_data)
+    else:
+        extra = {}
+    with transaction.atomic():
+        row = _append(state, message, extra=extra)
+        cost = usage_cost(model=response.model, usage=usage)
+        Run.objects.filter(pk=run.pk).update(
+            rounds=F("rounds") + 1,
+            provider=response.provider,
+            model=response.model,
+            prompt_tokens=F("prompt_tokens") + usage.prompt_tokens,
+            completion_tokens=F("completion_tokens") + usage.completion_tokens,
+            cached_tokens=F("cached_tokens") + usage.cached_prompt_tokens,
+            cost=F("cost") + cost,
+            cost_exact=F("cost_exact") & usage.exact,
+        )
+    run.rounds += 1
+    run.provider, run.model = response.provider, response.model
+    run.prompt_tokens += usage.prompt_tokens
+    run.completion_tokens += usage.completion_tokens
+    if message.text and not text_stream.sent_any:
+        state.events.append((RunEventType.TEXT, {"text": message.text}))
+    if truncated:
+        return Stop(
+            RunStatus.FAILED,
+            StopCause.ERROR,
+            "max_tokens",
+            "The model's reply was cut off at its token limit in the middle of a tool call; "
+            "the call was not executed.",
+        )
+    if response.stop_reason == StopReason.CONTENT_FILTER:
+        return Stop(
+            RunStatus.FAILED,
+            StopCause.ERROR,
+            "content_filtered",
+            "The provider's content filter stopped the reply.",
+        )
+    if message.tool_calls:
+        return RunTools(calls=message.tool_calls, message_seq=row.seq)
+    return Final(text=message.text)
+
+
+def _run_tools(state: RunState, step: RunTools) -> None:
+    state.events.append(
+        *(
+            (
+                RunEventType.TOOL_CALL_STARTED,
+                {"toolCallId": call.id, "name": call.name, "arguments": call.arguments},
+            )
+            for call in step.calls
+        )
+    )
+    for call in step.calls:
+        # A draft is keyed by the assistant message and the call id: some providers
+        # reuse call ids across rounds, a message sequence number never repeats.
+        ctx = ToolContext(
+            ad=state.ad, run_id=state.run.pk, tool_call_id=f"{step.message_seq}:{call.id}"[:128]
+        )
+        with transaction.atomic():
+            if state.failures[call.name] >= settings.ADSTUDIO_MAX_TOOL_FAILURES:
+                outcome = ToolOutcome(
+                    {
+                        "error": f"{call.name} failed {state.failures[call.name]} times in "
+                        "this turn and is not run again.",
+                        "suggestion": "Stop calling it; tell the user what went wrong.",
+                    },
+                    is_error=True,
+                )
+            else:
+                outcome = execute_tool_call(call, ctx)
+            _append(
+                state,
+                ToolResultMessage(
+                    tool_call_id=call.id,
+                    name=call.name,
+                    content=outcome.text,
+                    is_error=outcome.is_error,
+                ),
+            )
+            events = [
+                (
+                    RunEventType.TOOL_CALL_FINISHED,
+                    {
+                        "toolCallId": call.id,
+                        "name": call.name,
+                        "isError": outcome.is_error,
+                        "result": outcome.content,
+                    },
+                )
+            ]
+            if not outcome.is_error and "versionId" in outcome.content:
+                events.append(
+                    (
+                        RunEventType.DRAFT_CREATED,
+                        {
+                            "kind": outcome.content["kind"],
+                            "version": outcome.content["versionId"],
+                            "toolCallId": call.id,
+                        },
+                    )
+                )
+            state.events.append(*events)
+        if outcome.is_error:
+            state.failures[call.name] += 1
+
+
+# --- Model call helpers ----------------------------------------------------------------
+
+
+class _TextEvents:
+    """Turns streamed text deltas into a few progress events, not one per token."""
+
+    def __init__(self, events: EventLog) -> None:
+        self.events = events
+        self.buffer: list[str] = []
+        self.last = time.monotonic()
+        self.sent_any = False
+
+    def add(self, delta: str) -> None:
+        self.buffer.append(delta)
+        if time.monotonic() - self.last >= TEXT_EVENT_INTERVAL:
+            self.flush()
+
+    def flush(self) -> None:
+        if self.buffer:
+            self.events.append((RunEventType.TEXT, {"delta": "".join(self.buffer)}))
+            self.buffer.clear()
+            self.sent_any = True
+        self.last = time.monotonic()
+
+
+def _record_attempt(run: Run, round_no: int, attempt: providers.Attempt) -> None:
+    response: ModelResponse | None = attempt.response
+    usage = response.usage if response else Usage()
+    error = attempt.error
+    ModelCall.objects.create(
+        run=run,
+        round=round_no,
+        attempt=attempt.attempt,
+        provider=attempt.provider,
+        model=attempt.model,
+        latency_ms=attempt.latency_ms,
+        prompt_tokens=usage.prompt_tokens,
+        completion_tokens=usage.completion_tokens,
+        cached_tokens=usage.cached_prompt_tokens,
+        usage_exact=usage.exact and bool(response) and (usage.prompt_tokens > 0),
+        finish_reason=response.stop_reason if response else StopReason.ERROR,
+        provider_request_id=(response.request_id if response else "")[:128],
+        error_code=error.code if error else "",
+        error=str(error)[:2000] if error else "",
+    )
+
+
+def _estimated_usage(request: GenerateRequest, response: ModelResponse) -> Usage:
+    prompt = count_tokens(request.system) + sum(message_tokens(m) for m in request.messages)
+    prompt += count_tokens(json.dumps([t.parameters for t in request.tools]))
+    return Usage(
+        prompt_tokens=prompt,
+        completion_tokens=message_tokens(response.message),
+        exact=False,
+    )
+
+
+def _summarise_if_needed(state: RunState) -> None:
+    """Fold the oldest turns into the conversation's summary when the history would not
+    fit the context budget; the recent whole turns are sent as they are."""
+    budget = settings.ADSTUDIO_CONTEXT_BUDGET_TOKENS
+    older, recent = recent_turns_within(split_turns(state.rows), budget=budget)
+    if not older:
+        return
+    transcript = "\n".join(
+        f"{row.role}: {row.text}"
+        + (f" [calls: {json.dumps(row.tool_calls, ensure_ascii=False)}]" if row.tool_calls else "")
+        for turn in older
+        for row in turn
+    )
+    previous = (
+        f"Summary so far:\n{state.conversation.summary}\n\n" if state.conversation.summary else ""
+    )
+    request = GenerateRequest(
+        model="",
+        system=SUMMARY_SYSTEM_PROMPT,
+        messages=(UserMessage(text=f"{previous}Conversation to add:\n{transcript}"),),
+    )
+    round_no = state.run.rounds + 1
+    try:
+        response = providers.generate(
+            request,
+            route=state.route,
+            on_attempt=lambda attempt: _record_attempt(state.run, round_no, attempt),
+        )
+        summary = response.message.text.strip()
+    except ProviderError:
+        logger.warning(
+            "summary failed for conversation %s; older turns dropped", state.conversation.pk
+        )
+        summary = state.conversation.summary
+    upto = older[-1][-1].seq
+    Conversation.objects.filter(pk=state.conversation.pk).update(
+        summary=summary, summary_upto_seq=upto
+    )
+    state.conversation.summary = summary
+    state.conversation.summary_upto_seq = upto
+    state.rows = [row for turn in recent for row in turn]

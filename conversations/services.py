@@ -1,0 +1,301 @@
+"""Writes of the conversations app: starting a generation, sending a message, claiming,
+finishing, cancelling and recovering runs, and appending messages and events.
+
+A run is saved (with the user's text) before its task is enqueued, and enqueued only when
+that transaction commits: the user's message is never lost, and a task never looks for a
+row that isn't there yet.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import F, Q
+from django.utils import timezone
+
+from conversations.models import (
+    Conversation,
+    Run,
+    RunEvent,
+    RunEventType,
+    RunStatus,
+    StopCause,
+)
+from conversations.prompts import brief_message
+from drafts.models import Ad
+
+logger = logging.getLogger(__name__)
+
+ENQUEUE_FAILED = "enqueue_failed"
+
+
+def conversation_create(*, ad: Ad, provider: str | None = None) -> Conversation:
+    return Conversation.objects.create(ad=ad, provider=provider or "")
+
+
+def start_generation(
+    *,
+    ad: Ad,
+    provider: str | None = None,
+    request_text: str = "",
+    conversation: Conversation | None = None,
+    idempotency_key: str = "",
+) -> Run:
+    """Queue the first turn of a conversation about ``ad``: the brief as its user message.
+
+    With ``conversation`` the brief is sent into that (existing) conversation instead.
+    """
+    with transaction.atomic():
+        if conversation is None:
+            conversation = conversation_create(ad=ad, provider=provider)
+        return _run_create(
+            conversation=conversation,
+            text=brief_message(ad, request_text),
+            idempotency_key=idempotency_key,
+        )
+
+
+def send_message(*, conversation: Conversation, text: str, idempotency_key: str = "") -> Run:
+    """Queue a user turn ("make the music more upbeat") in an existing conversation."""
+    with transaction.atomic():
+        return _run_create(conversation=conversation, text=text, idempotency_key=idempotency_key)
+
+
+def _run_create(*, conversation: Conversation, text: str, idempotency_key: str) -> Run:
+    run = Run.objects.create(
+        conversation=conversation,
+        input_text=text,
+        idempotency_key=idempotency_key,
+    )
+    run_enqueue(run_id=run.pk)
+    return run
+
+
+def run_enqueue(*, run_id: uuid.UUID) -> None:
+    """Send the run's task once the current transaction commits.
+
+    If the broker is down, the run stays queued with ``error_code=enqueue_failed`` and
+    the recovery sweep enqueues it later; the caller's request does not fail.
+    """
+
+    def send() -> None:
+        from conversations.tasks import run_agent_task
+
+        try:
+            run_agent_task.delay(str(run_id))
+        except Exception as exc:
+            if settings.CELERY_TASK_ALWAYS_EAGER:
+                raise  # in-process: the error is the run's own, already recorded on it
+            logger.warning("could not enqueue run %s: %s", run_id, exc)
+            Run.objects.filter(pk=run_id, status=RunStatus.QUEUED).update(
+                error_code=ENQUEUE_FAILED,
+                error_message="The task queue was unavailable; the run will be retried.",
+            )
+
+    transaction.on_commit(send)
+
+
+def _is_fresh(run: Run, now) -> bool:
+    stale_after = timedelta(seconds=settings.ADSTUDIO_RUN_STALE_AFTER)
+    return run.heartbeat_at is not None and now - run.heartbeat_at < stale_after
+
+
+def run_claim(*, run_id: uuid.UUID) -> Run | None:
+    """Take the run for this worker, or return None when it must not run now.
+
+    Under the conversation's row lock: a finished run, a run another live worker holds
+    (fresh heartbeat), and a run with an earlier unfinished run in its conversation are
+    left alone; the earlier run starts this one when it finishes.
+    """
+    now = timezone.now()
+    with transaction.atomic():
+        conversation_id = Run.objects.filter(pk=run_id).values_list("conversation_id", flat=True)
+        conversation_id = conversation_id.first()
+        if conversation_id is None:
+            return None
+        Conversation.objects.select_for_update().filter(pk=conversation_id).first()
+        run = Run.objects.select_for_update().select_related("conversation__ad").get(pk=run_id)
+        if run.status in RunStatus.finished():
+            return None
+        if run.status == RunStatus.QUEUED and run.cancel_requested:
+            _finish(run, status=RunStatus.CANCELLED, cause=StopCause.CANCELLED)
+            return None
+        if run.status == RunStatus.RUNNING and _is_fresh(run, now):
+            return None
+        earlier = (
+            Run.objects.filter(
+                conversation_id=conversation_id,
+                status__in=[RunStatus.QUEUED, RunStatus.RUNNING],
+            )
+            .exclude(pk=run.pk)
+            .filter(
+                Q(status=RunStatus.RUNNING)
+                | Q(created_at__lt=run.created_at)
+                | Q(created_at=run.created_at, pk__lt=run.pk)
+            )
+        )
+        if earlier.exists():
+            return None
+        resumed = run.status == RunStatus.RUNNING
+        run.status = RunStatus.RUNNING
+        run.started_at = run.started_at or now
+        run.heartbeat_at = now
+        if run.error_code == ENQUEUE_FAILED:
+            run.error_code, run.error_message = "", ""
+        run.save(
+            update_fields=["status", "started_at", "heartbeat_at", "error_code", "error_message"]
+        )
+        event_append(run=run, type=RunEventType.RUN_STARTED, data={"resumed": resumed})
+        return run
+
+
+def event_append(*, run: Run, type: RunEventType, data: dict | None = None) -> RunEvent:
+    """Append one progress event with the run's next sequence number (see ``EventLog``)."""
+    return EventLog(run).append((type, data or {}))[0]
+
+
+class EventLog:
+    """Appends a run's progress events with consecutive sequence numbers.
+
+    Only the worker holding the run writes its events, so the next number is read once
+    and then counted locally; the unique (run, seq) constraint is the backstop.
+    """
+
+    def __init__(self, run: Run) -> None:
+        self.run = run
+        self._next: int | None = None
+
+    def append(self, *events: tuple[RunEventType, dict]) -> list[RunEvent]:
+        if self._next is None:
+            last = (
+                RunEvent.objects.filter(run=self.run)
+                .order_by("-seq")
+                .values_list("seq", flat=True)
+                .first()
+            )
+            self._next = (last or 0) + 1
+        rows = [
+            RunEvent(run=self.run, seq=self._next + i, type=type, data=data)
+            for i, (type, data) in enumerate(events)
+        ]
+        created = RunEvent.objects.bulk_create(rows)
+        self._next += len(rows)
+        return created
+
+
+def _finish(
+    run: Run,
+    *,
+    status: RunStatus,
+    cause: StopCause,
+    error_code: str = "",
+    error_message: str = "",
+    final_message: str = "",
+) -> None:
+    run.status = status
+    run.stop_cause = cause
+    run.error_code = error_code
+    run.error_message = error_message[:4000]
+    run.final_message = final_message
+    run.finished_at = timezone.now()
+    run.save(
+        update_fields=[
+            "status",
+            "stop_cause",
+            "error_code",
+            "error_message",
+            "final_message",
+            "finished_at",
+        ]
+    )
+    Conversation.objects.filter(pk=run.conversation_id).update(
+        prompt_tokens=F("prompt_tokens") + run.prompt_tokens,
+        completion_tokens=F("completion_tokens") + run.completion_tokens,
+        cached_tokens=F("cached_tokens") + run.cached_tokens,
+        cost=F("cost") + run.cost,
+        updated_at=timezone.now(),
+    )
+    event_append(
+        run=run,
+        type=RunEventType.RUN_FINISHED,
+        data={"status": status, "stopCause": cause, "errorCode": error_code},
+    )
+    _enqueue_next(conversation_id=run.conversation_id)
+
+
+def _enqueue_next(*, conversation_id: uuid.UUID) -> None:
+    following = (
+        Run.objects.filter(conversation_id=conversation_id, status=RunStatus.QUEUED)
+        .order_by("created_at", "pk")
+        .values_list("pk", flat=True)
+        .first()
+    )
+    if following is not None:
+        run_enqueue(run_id=following)
+
+
+def run_finish(
+    *,
+    run_id: uuid.UUID,
+    status: RunStatus,
+    cause: StopCause,
+    error_code: str = "",
+    error_message: str = "",
+    final_message: str = "",
+) -> bool:
+    """End the run exactly once (False if it had already ended) and start the next
+    queued run of its conversation."""
+    with transaction.atomic():
+        run = Run.objects.select_for_update().filter(pk=run_id).first()
+        if run is None or run.status in RunStatus.finished():
+            return False
+        _finish(
+            run,
+            status=status,
+            cause=cause,
+            error_code=error_code,
+            error_message=error_message,
+            final_message=final_message,
+        )
+        return True
+
+
+def run_cancel(*, run: Run) -> Run:
+    """Cancel a queued run at once; ask a running one to stop at its next step."""
+    with transaction.atomic():
+        run = Run.objects.select_for_update().get(pk=run.pk)
+        if run.status == RunStatus.QUEUED:
+            _finish(run, status=RunStatus.CANCELLED, cause=StopCause.CANCELLED)
+        elif run.status == RunStatus.RUNNING and not run.cancel_requested:
+            run.cancel_requested = True
+            run.save(update_fields=["cancel_requested"])
+    return run
+
+
+def runs_recover() -> list[uuid.UUID]:
+    """Enqueue again the runs whose task vanished: running ones with a stale heartbeat
+    (worker killed, deploy) and queued ones waiting longer than the grace period
+    (broker outage). Claiming sorts out order and duplicates."""
+    now = timezone.now()
+    stale = now - timedelta(seconds=settings.ADSTUDIO_RUN_STALE_AFTER)
+    waiting = now - timedelta(seconds=settings.ADSTUDIO_QUEUED_RUN_GRACE)
+    run_ids = list(
+        Run.objects.filter(
+            Q(status=RunStatus.RUNNING, heartbeat_at__lt=stale)
+            | Q(status=RunStatus.RUNNING, heartbeat_at__isnull=True)
+            | Q(status=RunStatus.QUEUED, created_at__lt=waiting)
+            | Q(status=RunStatus.QUEUED, error_code=ENQUEUE_FAILED)
+        )
+        .order_by("created_at")
+        .values_list("pk", flat=True)
+    )
+    for run_id in run_ids:
+        with transaction.atomic():
+            run_enqueue(run_id=run_id)
+    if run_ids:
+        logger.info("recovery re-enqueued %d run(s)", len(run_ids))
+    return run_ids

@@ -1,0 +1,26 @@
+"""Celery tasks: run an agent turn, and the periodic recovery sweep. Both take ids only
+and are safe to run twice."""
+
+from __future__ import annotations
+
+from celery import shared_task
+from celery.signals import worker_ready
+
+from conversations.loop import run_agent
+from conversations.services import runs_recover
+
+
+@shared_task(name="conversations.tasks.run_agent")
+def run_agent_task(run_id: str) -> None:
+    run_agent(run_id)
+
+
+@shared_task(name="conversations.tasks.recover_runs")
+def recover_runs() -> int:
+    return len(runs_recover())
+
+
+@worker_ready.connect
+def _recover_at_worker_start(sender=None, **kwargs) -> None:
+    """Runs orphaned by a worker that died are picked up as soon as a worker is back."""
+    recover_runs.delay()

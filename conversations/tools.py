@@ -1,0 +1,104 @@
+"""The tool registry the agent runs with, and the executor that turns one tool call of
+the model into one result the model can read.
+
+Tools are listed in a fixed order and their schemas serialised once, so every request
+of every conversation starts with the same bytes (provider prompt caches hit).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+from django.db import transaction
+from pydantic import ValidationError
+
+from adstudio.tools import Tool, ToolContext, ToolError
+from conversations.providers.base import ToolCall, ToolSpec
+from drafts.tools import CREATE_MUSIC_DRAFT, CREATE_SFX_DRAFT, CREATE_VOICE_DRAFT, GET_CURRENT_STATE
+from voices.tools import SEARCH_VOICES
+
+logger = logging.getLogger(__name__)
+
+TOOLS: tuple[Tool, ...] = (
+    SEARCH_VOICES,
+    CREATE_VOICE_DRAFT,
+    CREATE_MUSIC_DRAFT,
+    CREATE_SFX_DRAFT,
+    GET_CURRENT_STATE,
+)
+_BY_NAME = {tool.name: tool for tool in TOOLS}
+# Keys a model may invent to point a tool at another ad; the ad comes from the context.
+_AD_KEYS = ("adId", "ad_id", "adID")
+
+
+@cache
+def tool_specs() -> tuple[ToolSpec, ...]:
+    return tuple(
+        ToolSpec(name=t.name, description=t.description, parameters=t.parameters_schema())
+        for t in TOOLS
+    )
+
+
+@dataclass(frozen=True)
+class ToolOutcome:
+    content: dict[str, Any]
+    is_error: bool
+
+    @property
+    def text(self) -> str:
+        return json.dumps(self.content, ensure_ascii=False, sort_keys=True)
+
+
+def _error(error: str, suggestion: str, **details: Any) -> ToolOutcome:
+    return ToolOutcome(ToolError(error, suggestion, **details).as_result(), is_error=True)
+
+
+def _validation_message(exc: ValidationError) -> str:
+    parts = []
+    for err in exc.errors()[:5]:
+        where = ".".join(str(p) for p in err["loc"]) or "arguments"
+        parts.append(f"{where}: {err['msg']}")
+    return "; ".join(parts)
+
+
+def execute_tool_call(call: ToolCall, ctx: ToolContext) -> ToolOutcome:
+    """Run one call: unknown tool, unparseable or invalid arguments, a foreign ad and a
+    ``ToolError`` all come back as error results; the handler runs in its own savepoint
+    so a failure never leaves half-written rows."""
+    tool = _BY_NAME.get(call.name)
+    if tool is None:
+        return _error(f"Unknown tool {call.name!r}.", f"Use one of: {', '.join(_BY_NAME)}.")
+    if call.parse_error:
+        return _error(
+            f"The arguments of {call.name} are not valid JSON ({call.parse_error}).",
+            "Send the arguments again as one JSON object matching the tool's schema.",
+        )
+    arguments = dict(call.arguments)
+    for key in _AD_KEYS:
+        if key in arguments and str(arguments.pop(key)) != str(ctx.ad.pk):
+            return _error(
+                f"{call.name} refused: this conversation can only change its own ad.",
+                f"Do not pass {key}; the tools always act on the ad of this conversation.",
+            )
+    try:
+        args = tool.args_model.model_validate(arguments)
+    except ValidationError as exc:
+        return _error(
+            f"Invalid arguments for {call.name}: {_validation_message(exc)}.",
+            "Fix the named fields and call the tool again.",
+        )
+    try:
+        with transaction.atomic():
+            return ToolOutcome(tool.handler(ctx, args), is_error=False)
+    except ToolError as exc:
+        return ToolOutcome(exc.as_result(), is_error=True)
+    except Exception:
+        logger.exception("tool %s failed on call %s", call.name, call.id)
+        return _error(
+            f"{call.name} failed with an internal error.",
+            "Try once more; if it fails again, tell the user and continue without it.",
+        )
