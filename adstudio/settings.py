@@ -38,6 +38,7 @@ INSTALLED_APPS = [
     "django.contrib.sessions",
     "django.contrib.messages",
     "django.contrib.staticfiles",
+    "corsheaders",
     "rest_framework",
     "rest_framework.authtoken",
     "drf_spectacular",
@@ -49,6 +50,7 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
+    "corsheaders.middleware.CorsMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
@@ -99,22 +101,39 @@ REST_FRAMEWORK = {
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_PARSER_CLASSES": ["adstudio.parsers.SafeJSONParser"],
+    "EXCEPTION_HANDLER": "adstudio.api_errors.api_exception_handler",
+    "DEFAULT_THROTTLE_CLASSES": [],
+    # Generation and chat start model runs that cost money: limited per user.
+    "DEFAULT_THROTTLE_RATES": {"runs": env_str("ADSTUDIO_RUN_RATE", "30/minute")},
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
     "PAGE_SIZE": 50,
 }
+
+# Bodies larger than this are refused with 413; a chat message longer than the message
+# limit too.
+ADSTUDIO_MAX_BODY_BYTES = env_int("ADSTUDIO_MAX_BODY_BYTES", 256 * 1024, minimum=1024)
+ADSTUDIO_MAX_MESSAGE_CHARS = env_int("ADSTUDIO_MAX_MESSAGE_CHARS", 4000, minimum=1)
+# Longest ?wait= a generate/chat/events request may ask for, in seconds.
+ADSTUDIO_MAX_WAIT_SECONDS = 60
+
+# The web client may be served from another origin: only the ones listed here.
+CORS_ALLOWED_ORIGINS = env_list("CORS_ALLOWED_ORIGINS", [])
+CORS_URLS_REGEX = r"^/api/.*$"
 
 SPECTACULAR_SETTINGS = {
     "TITLE": "AdStudio API",
     "DESCRIPTION": "Audio ads made with an LLM creative director.",
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
+    "COMPONENT_SPLIT_REQUEST": True,
 }
 
 # --- Celery -------------------------------------------------------------------------
 # Without a broker, tasks run eagerly in the calling process (the embedded default).
-CELERY_BROKER_URL = broker_url("CELERY_BROKER_URL")
-CELERY_TASK_ALWAYS_EAGER = not CELERY_BROKER_URL
+CELERY_BROKER_URL = broker_url("CELERY_BROKER_URL") or "memory://"
+CELERY_TASK_ALWAYS_EAGER = CELERY_BROKER_URL == "memory://"
 CELERY_TASK_EAGER_PROPAGATES = True
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_RESULT_BACKEND = None
@@ -171,3 +190,83 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": ADSTUDIO_RECOVERY_INTERVAL,
     },
 }
+
+# --- Providers ------------------------------------------------------------------------
+# Keys, base URLs and models of the LLM providers (docs/providers.md). An empty base URL
+# or model means the provider profile's default; a provider without a key is skipped by
+# the router, and with no key at all the offline demo director answers.
+from django.core.exceptions import ImproperlyConfigured  # noqa: E402
+
+ADSTUDIO_PROVIDER_NAMES = ("openai", "qwen", "kimi", "demo")
+
+
+def _provider_entry(key_env: str, base_url_env: str, model_env: str) -> dict[str, str]:
+    base_url = env_str(base_url_env).rstrip("/")
+    if base_url and not base_url.startswith(("http://", "https://")):
+        raise ImproperlyConfigured(
+            f"{base_url_env}={base_url!r} is not a URL: expected https://HOST/PATH "
+            "(e.g. http://127.0.0.1:11434/v1 for Ollama)."
+        )
+    return {"api_key": env_str(key_env), "base_url": base_url, "model": env_str(model_env)}
+
+
+def _provider_name(name: str, source: str) -> str:
+    if name not in ADSTUDIO_PROVIDER_NAMES:
+        raise ImproperlyConfigured(
+            f"{source} names unknown provider {name!r}: use one of "
+            f"{', '.join(ADSTUDIO_PROVIDER_NAMES)}."
+        )
+    return name
+
+
+def _provider_routes(name: str, default: dict[str, str]) -> dict[str, str]:
+    """``th=qwen,zh=kimi,es:MX=openai,default=openai``: language[:MARKET]=provider."""
+    items = env_list(name, [])
+    if not items:
+        return default
+    routes: dict[str, str] = {}
+    for item in items:
+        key, sep, provider = item.partition("=")
+        language, _, market = key.strip().partition(":")
+        if not sep or not language.strip() or not provider.strip():
+            raise ImproperlyConfigured(
+                f"{name}: {item!r} is not language[:MARKET]=provider "
+                "(e.g. th=qwen,zh=kimi,default=openai)."
+            )
+        language = language.strip().lower()
+        route_key = f"{language}:{market.strip().upper()}" if market.strip() else language
+        routes[route_key] = _provider_name(provider.strip().lower(), name)
+    routes.setdefault("default", "openai")
+    return routes
+
+
+ADSTUDIO_PROVIDERS = {
+    "openai": _provider_entry("OPENAI_API_KEY", "OPENAI_BASE_URL", "ADSTUDIO_OPENAI_MODEL"),
+    "qwen": _provider_entry("DASHSCOPE_API_KEY", "DASHSCOPE_BASE_URL", "ADSTUDIO_QWEN_MODEL"),
+    "kimi": _provider_entry("MOONSHOT_API_KEY", "MOONSHOT_BASE_URL", "ADSTUDIO_KIMI_MODEL"),
+}
+# Language (optionally language:MARKET) -> provider; "default" for every other language.
+ADSTUDIO_PROVIDER_ROUTES = _provider_routes(
+    "ADSTUDIO_PROVIDER_ROUTES",
+    {
+        **dict.fromkeys(("th", "id", "vi", "es", "pt", "pl", "cs", "ro"), "qwen"),
+        "zh": "kimi",
+        "default": "openai",
+    },
+)
+# Tried in order after the routed provider fails (after its retries); unconfigured skipped.
+ADSTUDIO_PROVIDER_FALLBACKS = [
+    _provider_name(name.lower(), "ADSTUDIO_PROVIDER_FALLBACKS")
+    for name in env_list("ADSTUDIO_PROVIDER_FALLBACKS", ["openai", "qwen", "kimi"])
+]
+ADSTUDIO_PROVIDER_RETRY = {
+    "max_attempts": env_int("ADSTUDIO_PROVIDER_MAX_ATTEMPTS", 3, minimum=1),
+    "max_total_seconds": env_float("ADSTUDIO_PROVIDER_RETRY_BUDGET", 60.0, minimum=0.0),
+    "base_delay": env_float("ADSTUDIO_PROVIDER_BACKOFF_BASE", 0.5, minimum=0.0),
+    "max_delay": env_float("ADSTUDIO_PROVIDER_BACKOFF_MAX", 20.0, minimum=0.0),
+}
+# Seconds without a byte from the provider before an attempt fails (and is retried).
+ADSTUDIO_PROVIDER_TIMEOUT = env_float("ADSTUDIO_PROVIDER_TIMEOUT", 60.0, minimum=0.1)
+ADSTUDIO_PROVIDER_CONNECT_TIMEOUT = env_float(
+    "ADSTUDIO_PROVIDER_CONNECT_TIMEOUT", 10.0, minimum=0.1
+)

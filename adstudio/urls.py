@@ -1,11 +1,17 @@
-"""Top-level URLs: the admin and the API root."""
+"""Top-level URLs: the admin, the REST API under /api/, and its OpenAPI schema and docs."""
 
 from django.contrib import admin
-from django.urls import path
+from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="swagger-ui"),
+    path("api/", include("voices.urls")),
+    path("api/", include("conversations.urls")),
+    path("api/", include("drafts.urls")),
 ]
+
+handler404 = "adstudio.api_errors.not_found"
+handler500 = "adstudio.api_errors.server_error"

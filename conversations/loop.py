@@ -329,6 +329,7 @@ def _model_step(state: RunState, *, final: bool = False) -> RunTools | Final | S
     with transaction.atomic():
         row = _append(state, message, extra=extra)
         cost = usage_cost(model=response.model, usage=usage)
+        totals = {} if usage.exact else {"cost_exact": False}
         Run.objects.filter(pk=run.pk).update(
             rounds=F("rounds") + 1,
             provider=response.provider,
@@ -337,7 +338,7 @@ def _model_step(state: RunState, *, final: bool = False) -> RunTools | Final | S
             completion_tokens=F("completion_tokens") + usage.completion_tokens,
             cached_tokens=F("cached_tokens") + usage.cached_prompt_tokens,
             cost=F("cost") + cost,
-            cost_exact=F("cost_exact") & usage.exact,
+            **totals,
         )
     run.rounds += 1
     run.provider, run.model = response.provider, response.model

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import uuid
 
+from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
@@ -89,6 +90,14 @@ class Run(models.Model):
     error_code = models.CharField(max_length=64, blank=True)
     error_message = models.TextField(blank=True)
     final_message = models.TextField(blank=True)
+    requested_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="runs",
+        help_text="Who sent the message this run answers.",
+    )
     idempotency_key = models.CharField(max_length=128, blank=True)
     cancel_requested = models.BooleanField(default=False)
     heartbeat_at = models.DateTimeField(null=True, blank=True)

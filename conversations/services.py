@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import logging
 import uuid
+from collections.abc import Callable
 from datetime import timedelta
 
 from django.conf import settings
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
+from conversations import providers
 from conversations.models import (
     Conversation,
     Run,
@@ -43,36 +45,77 @@ def start_generation(
     provider: str | None = None,
     request_text: str = "",
     conversation: Conversation | None = None,
+    requested_by=None,
     idempotency_key: str = "",
 ) -> Run:
     """Queue the first turn of a conversation about ``ad``: the brief as its user message.
 
     With ``conversation`` the brief is sent into that (existing) conversation instead.
+    An explicitly requested provider must be configured (``ProviderUnavailable``).
     """
+    if provider:
+        providers.route(language=ad.language, market=ad.market, requested=provider)
     with transaction.atomic():
         if conversation is None:
             conversation = conversation_create(ad=ad, provider=provider)
         return _run_create(
             conversation=conversation,
             text=brief_message(ad, request_text),
+            requested_by=requested_by,
             idempotency_key=idempotency_key,
         )
 
 
-def send_message(*, conversation: Conversation, text: str, idempotency_key: str = "") -> Run:
+def send_message(
+    *,
+    conversation: Conversation,
+    text: str,
+    requested_by=None,
+    idempotency_key: str = "",
+) -> Run:
     """Queue a user turn ("make the music more upbeat") in an existing conversation."""
     with transaction.atomic():
-        return _run_create(conversation=conversation, text=text, idempotency_key=idempotency_key)
+        return _run_create(
+            conversation=conversation,
+            text=text,
+            requested_by=requested_by,
+            idempotency_key=idempotency_key,
+        )
 
 
-def _run_create(*, conversation: Conversation, text: str, idempotency_key: str) -> Run:
+def _run_create(
+    *, conversation: Conversation, text: str, requested_by, idempotency_key: str
+) -> Run:
     run = Run.objects.create(
         conversation=conversation,
         input_text=text,
+        requested_by=requested_by,
         idempotency_key=idempotency_key,
     )
     run_enqueue(run_id=run.pk)
     return run
+
+
+def run_once_per_key(
+    *, requested_by, idempotency_key: str, start: Callable[[], Run]
+) -> tuple[Run, bool]:
+    """``start()`` a run unless this user already started one with this key; returns
+    ``(run, created)``. Two racing requests with one key end with one run: the loser's
+    whole transaction (ad, conversation, run) rolls back on the unique constraint."""
+    if idempotency_key:
+        existing = Run.objects.filter(
+            requested_by=requested_by, idempotency_key=idempotency_key
+        ).first()
+        if existing is not None:
+            return existing, False
+    try:
+        with transaction.atomic():
+            return start(), True
+    except IntegrityError as exc:
+        if idempotency_key and "run_unique_idempotency_key" in str(exc):
+            run = Run.objects.get(requested_by=requested_by, idempotency_key=idempotency_key)
+            return run, False
+        raise
 
 
 def run_enqueue(*, run_id: uuid.UUID) -> None:

@@ -32,6 +32,29 @@ class ActivationResult:
         return f"Activated {self.draft.kind} {self.draft.label} (archived {self.archived.label})."
 
 
+BRIEF_FIELDS = ("title", "client", "audience", "duration_s", "market", "language", "context")
+
+
+def ad_create(*, owner, **brief) -> Ad:
+    """A new ad from a brief (fields as in ``BRIEF_FIELDS``); the title defaults to the
+    client description."""
+    fields = {k: v for k, v in brief.items() if k in BRIEF_FIELDS}
+    fields.setdefault("title", "")
+    if not fields["title"]:
+        fields["title"] = fields.get("client", "")[:200] or "Untitled ad"
+    return Ad.objects.create(owner=owner, **fields)
+
+
+def ad_update(*, ad: Ad, **brief) -> Ad:
+    """Change the brief fields given; the drafts written so far stay as they are."""
+    changed = [k for k, v in brief.items() if k in BRIEF_FIELDS and getattr(ad, k) != v]
+    for key in changed:
+        setattr(ad, key, brief[key])
+    if changed:
+        ad.save(update_fields=[*changed, "updated_at"])
+    return ad
+
+
 def draft_create(
     *,
     ad: Ad,

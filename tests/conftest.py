@@ -97,3 +97,27 @@ def make_ad(user):
 @pytest.fixture
 def ad(make_ad):
     return make_ad()
+
+
+@pytest.fixture
+def make_voice():
+    from voices.models import Voice
+
+    counter = iter(range(1, 10_000))
+
+    def make(**overrides) -> Voice:
+        n = next(counter)
+        fields = {
+            "provider": "sample",
+            "provider_voice_id": f"voice-{n}",
+            "name": f"Voice {n}",
+            "language": "th",
+            "gender": "female",
+            "style": "warm",
+            "approved": True,
+            "active": True,
+        }
+        fields.update(overrides)
+        return Voice.objects.create(**fields)
+
+    return make

@@ -1,0 +1,448 @@
+"""REST endpoints that start and follow agent runs: generate, chat, run status, cancel,
+progress events (long polling or Server-Sent Events), conversation messages and stats.
+
+Views validate, call one service or selector and serialise; runs are executed by the
+Celery worker, and a client that wants the result in the response asks with ``?wait=``.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from datetime import timedelta
+
+from django.conf import settings
+from django.http import StreamingHttpResponse
+from django.shortcuts import get_object_or_404
+from django.urls import reverse
+from django.utils import timezone
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_field
+from rest_framework import generics, serializers, status
+from rest_framework.exceptions import NotFound, ValidationError
+from rest_framework.permissions import IsAdminUser
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.throttling import ScopedRateThrottle
+from rest_framework.views import APIView
+
+from adstudio.parsers import PayloadTooLarge
+from conversations import providers
+from conversations.models import Conversation, Message, Run, RunEvent, RunStatus
+from conversations.selectors import (
+    agent_stats,
+    conversation_latest,
+    conversations_for,
+    message_parts,
+    run_drafts,
+    run_events,
+    run_wait,
+    runs_for,
+)
+from conversations.services import run_cancel, run_once_per_key, send_message, start_generation
+from drafts.api import BriefSerializer, ads_for
+from drafts.services import ad_create, ad_update
+
+WAIT_PARAMETER = OpenApiParameter(
+    "wait", int, description="Seconds (0..60) to wait for the run to finish before replying."
+)
+IDEMPOTENCY_HEADER = OpenApiParameter(
+    "Idempotency-Key",
+    str,
+    location=OpenApiParameter.HEADER,
+    description="A retried request with the same key returns the same run.",
+)
+
+
+def _seconds(request: Request, name: str, maximum: float) -> float:
+    raw = request.query_params.get(name, "0")
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ValidationError({name: "Must be a number of seconds."}) from None
+    if not 0 <= value <= maximum:
+        raise ValidationError({name: f"Must be between 0 and {int(maximum)} seconds."})
+    return value
+
+
+def _idempotency_key(request: Request) -> str:
+    key = request.headers.get("Idempotency-Key", "").strip()
+    if len(key) > 128:
+        raise ValidationError({"Idempotency-Key": "At most 128 characters."})
+    return key
+
+
+# --- Serializers -------------------------------------------------------------------------
+
+
+class GenerateInputSerializer(serializers.Serializer):
+    adId = serializers.UUIDField(required=False, allow_null=True)
+    brief = BriefSerializer(required=False)
+    provider = serializers.ChoiceField(
+        choices=providers.PROVIDER_NAMES, required=False, allow_null=True
+    )
+    conversationId = serializers.UUIDField(required=False, allow_null=True)
+
+    def validate(self, attrs: dict) -> dict:
+        if not attrs.get("adId") and not attrs.get("brief"):
+            raise ValidationError({"brief": "Required when adId is not given."})
+        return attrs
+
+
+class ChatInputSerializer(serializers.Serializer):
+    message = serializers.CharField(trim_whitespace=True)
+    conversationId = serializers.UUIDField(required=False, allow_null=True)
+
+
+class RunAcceptedSerializer(serializers.Serializer):
+    adId = serializers.UUIDField()
+    conversationId = serializers.UUIDField()
+    runId = serializers.UUIDField()
+    status = serializers.ChoiceField(choices=RunStatus.choices)
+
+
+class DraftRefSerializer(serializers.Serializer):
+    kind = serializers.CharField()
+    version = serializers.CharField()
+    id = serializers.UUIDField()
+
+
+class RunErrorSerializer(serializers.Serializer):
+    code = serializers.CharField()
+    message = serializers.CharField()
+
+
+class UsageSerializer(serializers.Serializer):
+    promptTokens = serializers.IntegerField()
+    completionTokens = serializers.IntegerField()
+    cachedTokens = serializers.IntegerField()
+    cost = serializers.DecimalField(max_digits=12, decimal_places=6)
+    costExact = serializers.BooleanField()
+
+
+class RunSerializer(serializers.Serializer):
+    runId = serializers.UUIDField()
+    adId = serializers.UUIDField()
+    conversationId = serializers.UUIDField()
+    status = serializers.ChoiceField(choices=RunStatus.choices)
+    stopCause = serializers.CharField(allow_blank=True)
+    drafts = serializers.DictField(child=serializers.CharField())
+    draftsCreated = DraftRefSerializer(many=True)
+    message = serializers.CharField(allow_blank=True)
+    error = RunErrorSerializer(allow_null=True)
+    usage = UsageSerializer()
+    provider = serializers.CharField(allow_blank=True)
+    model = serializers.CharField(allow_blank=True)
+    rounds = serializers.IntegerField()
+    createdAt = serializers.DateTimeField()
+    startedAt = serializers.DateTimeField(allow_null=True)
+    finishedAt = serializers.DateTimeField(allow_null=True)
+
+
+def run_body(run: Run) -> dict:
+    drafts, created = run_drafts(run=run)
+    return {
+        "runId": run.pk,
+        "adId": run.conversation.ad_id,
+        "conversationId": run.conversation_id,
+        "status": run.status,
+        "stopCause": run.stop_cause,
+        "drafts": drafts,
+        "draftsCreated": created,
+        "message": run.final_message,
+        "error": (
+            {"code": run.error_code, "message": run.error_message} if run.error_code else None
+        ),
+        "usage": {
+            "promptTokens": run.prompt_tokens,
+            "completionTokens": run.completion_tokens,
+            "cachedTokens": run.cached_tokens,
+            "cost": run.cost,
+            "costExact": run.cost_exact,
+        },
+        "provider": run.provider,
+        "model": run.model,
+        "rounds": run.rounds,
+        "createdAt": run.created_at,
+        "startedAt": run.started_at,
+        "finishedAt": run.finished_at,
+    }
+
+
+class EventSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = RunEvent
+        fields = ["seq", "type", "data", "created_at"]
+
+
+class EventsPageSerializer(serializers.Serializer):
+    runStatus = serializers.ChoiceField(choices=RunStatus.choices)
+    events = EventSerializer(many=True)
+    lastSeq = serializers.IntegerField()
+
+
+class MessageSerializer(serializers.ModelSerializer):
+    parts = serializers.SerializerMethodField()
+    runId = serializers.UUIDField(source="run_id", allow_null=True)
+    createdAt = serializers.DateTimeField(source="created_at")
+
+    class Meta:
+        model = Message
+        fields = ["seq", "role", "parts", "runId", "createdAt"]
+
+    @extend_schema_field(
+        {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "type": {"type": "string", "enum": ["text", "tool-call", "tool-result"]},
+                    "text": {"type": "string"},
+                    "toolCallId": {"type": "string"},
+                    "toolName": {"type": "string"},
+                    "args": {"type": "object"},
+                    "result": {},
+                    "isError": {"type": "boolean"},
+                },
+                "required": ["type"],
+            },
+        }
+    )
+    def get_parts(self, message: Message) -> list[dict]:
+        return message_parts(message)
+
+
+# --- Views -------------------------------------------------------------------------------
+
+
+class _RunStartView(APIView):
+    """Shared reply of generate and chat: 202 with the run's ids, or 200 with the result
+    when the run finishes within ``?wait=`` seconds."""
+
+    throttle_classes = [ScopedRateThrottle]
+    throttle_scope = "runs"
+
+    def reply(self, request: Request, run: Run) -> Response:
+        wait = _seconds(request, "wait", settings.ADSTUDIO_MAX_WAIT_SECONDS)
+        if wait:
+            run = run_wait(run=run, timeout=wait)
+        if run.status in RunStatus.finished():
+            return Response(run_body(run), status=status.HTTP_200_OK)
+        location = reverse("run-detail", args=[run.pk])
+        body = {
+            "adId": run.conversation.ad_id,
+            "conversationId": run.conversation_id,
+            "runId": run.pk,
+            "status": run.status,
+        }
+        return Response(body, status=status.HTTP_202_ACCEPTED, headers={"Location": location})
+
+
+class GenerateView(_RunStartView):
+    @extend_schema(
+        request=GenerateInputSerializer,
+        parameters=[WAIT_PARAMETER, IDEMPOTENCY_HEADER],
+        responses={200: RunSerializer, 202: RunAcceptedSerializer},
+        summary="Generate an ad's drafts from a brief",
+    )
+    def post(self, request: Request) -> Response:
+        _seconds(request, "wait", settings.ADSTUDIO_MAX_WAIT_SECONDS)
+        data = GenerateInputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        values = data.validated_data
+        ad = None
+        if values.get("adId"):
+            ad = get_object_or_404(ads_for(request.user), pk=values["adId"])
+        conversation = None
+        if values.get("conversationId"):
+            if ad is None:
+                raise ValidationError({"adId": "Required with conversationId."})
+            conversation = get_object_or_404(
+                Conversation.objects.filter(ad=ad), pk=values["conversationId"]
+            )
+        brief = values.get("brief") or {}
+
+        def start() -> Run:
+            target = ad_update(ad=ad, **brief) if ad else ad_create(owner=request.user, **brief)
+            return start_generation(
+                ad=target,
+                provider=values.get("provider"),
+                conversation=conversation,
+                requested_by=request.user,
+                idempotency_key=_idempotency_key(request),
+            )
+
+        try:
+            run, _created = run_once_per_key(
+                requested_by=request.user, idempotency_key=_idempotency_key(request), start=start
+            )
+        except providers.ProviderUnavailable as exc:
+            raise ValidationError({"provider": str(exc)}) from None
+        return self.reply(request, run)
+
+
+class ChatView(_RunStartView):
+    @extend_schema(
+        request=ChatInputSerializer,
+        parameters=[WAIT_PARAMETER, IDEMPOTENCY_HEADER],
+        responses={200: RunSerializer, 202: RunAcceptedSerializer},
+        summary="Send a message about an ad to its creative director",
+    )
+    def post(self, request: Request, ad_id) -> Response:
+        _seconds(request, "wait", settings.ADSTUDIO_MAX_WAIT_SECONDS)
+        ad = get_object_or_404(ads_for(request.user), pk=ad_id)
+        data = ChatInputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        text = data.validated_data["message"]
+        if len(text) > settings.ADSTUDIO_MAX_MESSAGE_CHARS:
+            raise PayloadTooLarge(
+                f"message is {len(text)} characters long; the limit is "
+                f"{settings.ADSTUDIO_MAX_MESSAGE_CHARS}."
+            )
+        conversation_id = data.validated_data.get("conversationId")
+        if conversation_id:
+            conversation = get_object_or_404(Conversation.objects.filter(ad=ad), pk=conversation_id)
+        else:
+            conversation = conversation_latest(ad_id=ad.pk)
+        key = _idempotency_key(request)
+
+        def start() -> Run:
+            if conversation is None:
+                return start_generation(
+                    ad=ad, request_text=text, requested_by=request.user, idempotency_key=key
+                )
+            return send_message(
+                conversation=conversation,
+                text=text,
+                requested_by=request.user,
+                idempotency_key=key,
+            )
+
+        run, _created = run_once_per_key(
+            requested_by=request.user, idempotency_key=key, start=start
+        )
+        return self.reply(request, run)
+
+
+class RunDetailView(APIView):
+    @extend_schema(responses=RunSerializer)
+    def get(self, request: Request, pk) -> Response:
+        run = get_object_or_404(runs_for(request.user), pk=pk)
+        return Response(run_body(run))
+
+
+class RunCancelView(APIView):
+    @extend_schema(request=None, responses=RunSerializer)
+    def post(self, request: Request, pk) -> Response:
+        """Cancel a queued run now, or a running one at its next step."""
+        run = get_object_or_404(runs_for(request.user), pk=pk)
+        run = run_cancel(run=run)
+        run = runs_for(request.user).get(pk=run.pk)
+        return Response(run_body(run), status=status.HTTP_202_ACCEPTED)
+
+
+class RunEventsView(APIView):
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("after", int, description="Return events after this seq."),
+            OpenApiParameter("wait", int, description="Long-poll up to this many seconds."),
+        ],
+        responses={
+            (200, "application/json"): EventsPageSerializer,
+            (200, "text/event-stream"): OpenApiTypes.STR,
+        },
+        summary="A run's progress events (JSON long polling, or SSE)",
+    )
+    def get(self, request: Request, pk):
+        run = get_object_or_404(runs_for(request.user), pk=pk)
+        try:
+            after = int(request.query_params.get("after", "0"))
+        except ValueError:
+            raise ValidationError({"after": "Must be an integer."}) from None
+        if after < 0:
+            raise ValidationError({"after": "Must be 0 or more."})
+        wait = _seconds(request, "wait", settings.ADSTUDIO_MAX_WAIT_SECONDS)
+        if "text/event-stream" in request.headers.get("Accept", ""):
+            return _event_stream(
+                run, after=after, duration=wait or settings.ADSTUDIO_MAX_WAIT_SECONDS
+            )
+        events = run_events(run=run, after=after, wait=wait)
+        run.refresh_from_db(fields=["status"])
+        return Response(
+            {
+                "runStatus": run.status,
+                "events": EventSerializer(events, many=True).data,
+                "lastSeq": events[-1].seq if events else after,
+            }
+        )
+
+
+def _event_stream(run: Run, *, after: int, duration: float) -> StreamingHttpResponse:
+    """SSE: every event as it is appended, until the run finished and all its events were
+    sent, or ``duration`` seconds pass (the client reconnects with Last-Event-ID)."""
+
+    def stream():
+        last = after
+        deadline = time.monotonic() + duration
+        yield "retry: 1000\n\n"
+        while time.monotonic() < deadline:
+            events = run_events(run=run, after=last, wait=min(5.0, deadline - time.monotonic()))
+            for event in events:
+                last = event.seq
+                data = json.dumps(EventSerializer(event).data, default=str)
+                yield f"id: {event.seq}\nevent: {event.type}\ndata: {data}\n\n"
+            if not events:
+                finished = Run.objects.filter(pk=run.pk, status__in=RunStatus.finished())
+                if (
+                    finished.exists()
+                    and not RunEvent.objects.filter(run=run, seq__gt=last).exists()
+                ):
+                    return
+                yield ": keep-alive\n\n"
+
+    response = StreamingHttpResponse(stream(), content_type="text/event-stream")
+    response["Cache-Control"] = "no-cache"
+    response["X-Accel-Buffering"] = "no"
+    return response
+
+
+class ConversationMessagesView(generics.ListAPIView):
+    serializer_class = MessageSerializer
+
+    def get_conversation(self) -> Conversation:
+        return get_object_or_404(conversations_for(self.request.user), pk=self.kwargs["pk"])
+
+    def get_queryset(self):
+        return Message.objects.filter(conversation=self.get_conversation()).order_by("seq")
+
+
+class AdConversationView(ConversationMessagesView):
+    """The messages of the ad's latest conversation."""
+
+    def get_conversation(self) -> Conversation:
+        ad = get_object_or_404(ads_for(self.request.user), pk=self.kwargs["ad_id"])
+        conversation = conversation_latest(ad_id=ad.pk)
+        if conversation is None:
+            raise NotFound("This ad has no conversation yet.")
+        return conversation
+
+
+class StatsView(APIView):
+    permission_classes = [IsAdminUser]
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("days", int, description="Period: the last N days (default 7)."),
+        ],
+        responses=OpenApiTypes.OBJECT,
+        summary="Agent health per provider and tool (staff only)",
+    )
+    def get(self, request: Request) -> Response:
+        try:
+            days = int(request.query_params.get("days", "7"))
+        except ValueError:
+            raise ValidationError({"days": "Must be an integer."}) from None
+        if not 1 <= days <= 366:
+            raise ValidationError({"days": "Must be between 1 and 366."})
+        until = timezone.now()
+        return Response(agent_stats(since=until - timedelta(days=days), until=until))

@@ -1,0 +1,179 @@
+"""Reads of conversations and runs: what a run produced, its events, the messages of a
+conversation as typed parts for web clients, and the production statistics."""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from datetime import datetime
+from typing import Any
+
+from django.db.models import Avg, Count, Q, QuerySet, Sum
+
+from conversations.models import Conversation, Message, ModelCall, Role, Run, RunEvent, RunStatus
+from drafts.models import Draft
+
+
+def runs_for(user) -> QuerySet[Run]:
+    runs = Run.objects.select_related("conversation__ad")
+    return runs if user.is_staff else runs.filter(conversation__ad__owner=user)
+
+
+def conversations_for(user) -> QuerySet[Conversation]:
+    conversations = Conversation.objects.select_related("ad")
+    return conversations if user.is_staff else conversations.filter(ad__owner=user)
+
+
+def run_drafts(*, run: Run) -> tuple[dict[str, str], list[dict[str, Any]]]:
+    """``(drafts, draftsCreated)``: per kind the latest version this run wrote, and every
+    draft it wrote in order. Read from the drafts themselves, never guessed."""
+    created = list(
+        Draft.objects.filter(run_id=run.pk)
+        .order_by("created_at", "version")
+        .values("id", "kind", "version")
+    )
+    latest: dict[str, int] = {}
+    for draft in created:
+        latest[draft["kind"]] = max(latest.get(draft["kind"], 0), draft["version"])
+    return (
+        {kind: f"v{version}" for kind, version in latest.items()},
+        [{"kind": d["kind"], "version": f"v{d['version']}", "id": d["id"]} for d in created],
+    )
+
+
+def run_wait(*, run: Run, timeout: float, poll: float = 0.1) -> Run:
+    """The run, re-read until it finishes or ``timeout`` seconds pass."""
+    deadline = time.monotonic() + timeout
+    while run.status not in RunStatus.finished() and time.monotonic() < deadline:
+        time.sleep(min(poll, max(deadline - time.monotonic(), 0)))
+        run.refresh_from_db()
+    return run
+
+
+def run_events(*, run: Run, after: int = 0, wait: float = 0, poll: float = 0.2) -> list[RunEvent]:
+    """Events after ``after``; when there are none yet, wait up to ``wait`` seconds for
+    some (long polling) unless the run has already finished."""
+    deadline = time.monotonic() + wait
+    while True:
+        events = list(RunEvent.objects.filter(run=run, seq__gt=after).order_by("seq")[:500])
+        if events or time.monotonic() >= deadline:
+            return events
+        if not Run.objects.filter(
+            pk=run.pk, status__in=[RunStatus.QUEUED, RunStatus.RUNNING]
+        ).exists():
+            return []
+        time.sleep(poll)
+
+
+def message_parts(message: Message) -> list[dict[str, Any]]:
+    """A stored message as AI-SDK style typed parts."""
+    if message.role == Role.TOOL:
+        try:
+            result = json.loads(message.text)
+        except ValueError:
+            result = message.text
+        return [
+            {
+                "type": "tool-result",
+                "toolCallId": message.tool_call_id,
+                "toolName": message.name,
+                "result": result,
+                "isError": message.is_error,
+            }
+        ]
+    parts: list[dict[str, Any]] = []
+    if message.text:
+        parts.append({"type": "text", "text": message.text})
+    for call in message.tool_calls:
+        parts.append(
+            {
+                "type": "tool-call",
+                "toolCallId": call["id"],
+                "toolName": call["name"],
+                "args": call.get("arguments") or {},
+            }
+        )
+    return parts
+
+
+def conversation_latest(*, ad_id: uuid.UUID) -> Conversation | None:
+    return Conversation.objects.filter(ad_id=ad_id).order_by("-created_at").first()
+
+
+def agent_stats(*, since: datetime, until: datetime) -> dict[str, Any]:
+    """The numbers that say whether the agent works in production, per provider and tool."""
+    runs = Run.objects.filter(created_at__gte=since, created_at__lt=until)
+    by_status = dict(runs.values_list("status").annotate(n=Count("id")).order_by())
+    per_provider = []
+    for row in (
+        runs.exclude(provider="")
+        .values("provider")
+        .annotate(
+            runs=Count("id"),
+            succeeded=Count("id", filter=Q(status=RunStatus.SUCCEEDED)),
+            failed=Count("id", filter=Q(status=RunStatus.FAILED)),
+            avg_rounds=Avg("rounds"),
+            prompt_tokens=Sum("prompt_tokens"),
+            cached_tokens=Sum("cached_tokens"),
+            completion_tokens=Sum("completion_tokens"),
+            cost=Sum("cost"),
+        )
+        .order_by("provider")
+    ):
+        count = row["runs"] or 1
+        per_provider.append(
+            {
+                "provider": row["provider"],
+                "runs": row["runs"],
+                "succeeded": row["succeeded"],
+                "failed": row["failed"],
+                "roundsPerRun": round(float(row["avg_rounds"] or 0), 2),
+                "promptTokens": row["prompt_tokens"] or 0,
+                "cachedTokens": row["cached_tokens"] or 0,
+                "completionTokens": row["completion_tokens"] or 0,
+                "cost": str(row["cost"] or 0),
+                "costPerRun": str(round((row["cost"] or 0) / count, 6)),
+            }
+        )
+    tool_rows = Message.objects.filter(
+        role=Role.TOOL, run__created_at__gte=since, run__created_at__lt=until
+    )
+    per_tool = [
+        {
+            "provider": row["run__provider"],
+            "tool": row["name"],
+            "calls": row["calls"],
+            "errors": row["errors"],
+            "successRate": round(1 - row["errors"] / row["calls"], 4) if row["calls"] else None,
+        }
+        for row in tool_rows.values("run__provider", "name")
+        .annotate(calls=Count("id"), errors=Count("id", filter=Q(is_error=True)))
+        .order_by("run__provider", "name")
+    ]
+    calls = 0
+    repaired = 0
+    for tool_calls in (
+        Message.objects.filter(
+            role=Role.ASSISTANT, run__created_at__gte=since, run__created_at__lt=until
+        )
+        .exclude(tool_calls=[])
+        .values_list("tool_calls", flat=True)
+        .iterator()
+    ):
+        calls += len(tool_calls)
+        repaired += sum(1 for call in tool_calls if call.get("repaired") or call.get("parse_error"))
+    model_calls = ModelCall.objects.filter(
+        run__created_at__gte=since, run__created_at__lt=until
+    ).aggregate(total=Count("id"), failed=Count("id", filter=~Q(error_code="")))
+    return {
+        "since": since,
+        "until": until,
+        "runsByStatus": {status: by_status.get(status, 0) for status in RunStatus.values},
+        "providers": per_provider,
+        "tools": per_tool,
+        "toolCalls": calls,
+        "argumentRepairRate": round(repaired / calls, 4) if calls else None,
+        "modelCalls": model_calls["total"],
+        "modelCallsFailed": model_calls["failed"],
+    }

@@ -1,0 +1,18 @@
+from django.urls import path
+
+from conversations import api
+
+urlpatterns = [
+    path("ai/generate", api.GenerateView.as_view(), name="generate"),
+    path("ads/<uuid:ad_id>/chat", api.ChatView.as_view(), name="ad-chat"),
+    path("ads/<uuid:ad_id>/conversation", api.AdConversationView.as_view(), name="ad-conversation"),
+    path("runs/<uuid:pk>", api.RunDetailView.as_view(), name="run-detail"),
+    path("runs/<uuid:pk>/cancel", api.RunCancelView.as_view(), name="run-cancel"),
+    path("runs/<uuid:pk>/events", api.RunEventsView.as_view(), name="run-events"),
+    path(
+        "conversations/<uuid:pk>/messages/",
+        api.ConversationMessagesView.as_view(),
+        name="conversation-messages",
+    ),
+    path("stats/", api.StatsView.as_view(), name="stats"),
+]

@@ -1,0 +1,9 @@
+from rest_framework.routers import DefaultRouter
+
+from drafts.api import AdViewSet, DraftViewSet
+
+router = DefaultRouter(trailing_slash="/?")
+router.register("ads", AdViewSet, basename="ad")
+router.register("drafts", DraftViewSet, basename="draft")
+
+urlpatterns = router.urls

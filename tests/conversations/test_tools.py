@@ -1,0 +1,119 @@
+"""The tool executor: every failure becomes a result the model can act on."""
+
+from __future__ import annotations
+
+import json
+import uuid
+
+import pytest
+
+from adstudio.tools import ToolContext
+from conversations.providers.base import ToolCall
+from conversations.tools import TOOLS, execute_tool_call, tool_specs
+from drafts.models import Draft
+
+pytestmark = pytest.mark.django_db
+
+
+def tool_call(name: str, arguments: dict | None = None, **fields) -> ToolCall:
+    arguments = arguments or {}
+    return ToolCall(
+        id="call_1",
+        name=name,
+        arguments=arguments,
+        raw_arguments=json.dumps(arguments),
+        **fields,
+    )
+
+
+@pytest.fixture
+def ctx(ad):
+    return ToolContext(ad=ad, run_id=uuid.uuid4(), tool_call_id="1:call_1")
+
+
+def test_specs_are_stable_in_order_and_bytes():
+    names = [spec.name for spec in tool_specs()]
+    assert names == [
+        "search_voices",
+        "create_voice_draft",
+        "create_music_draft",
+        "create_sfx_draft",
+        "get_current_state",
+    ]
+    assert [t.name for t in TOOLS] == names
+    first = json.dumps([s.parameters for s in tool_specs()], sort_keys=False)
+    assert json.dumps([t.parameters_schema() for t in TOOLS], sort_keys=False) == first
+    assert "adId" not in first
+
+
+def test_unknown_tool(ctx):
+    outcome = execute_tool_call(tool_call("delete_everything"), ctx)
+    assert outcome.is_error
+    assert outcome.content["error"] == "Unknown tool 'delete_everything'."
+    assert "create_music_draft" in outcome.content["suggestion"]
+
+
+def test_arguments_that_could_not_be_parsed(ctx):
+    outcome = execute_tool_call(
+        tool_call("create_music_draft", parse_error="Expecting value at 1:1"), ctx
+    )
+    assert outcome.is_error
+    assert "not valid JSON (Expecting value at 1:1)" in outcome.content["error"]
+
+
+def test_schema_violations_name_the_field(ctx):
+    outcome = execute_tool_call(
+        tool_call("create_music_draft", {"prompt": "calm", "duration": -1}), ctx
+    )
+    assert outcome.is_error
+    assert outcome.content["error"].startswith(
+        "Invalid arguments for create_music_draft: duration:"
+    )
+    assert not Draft.objects.exists()
+
+
+def test_another_ads_id_is_refused(ctx, make_ad):
+    other = make_ad(title="Someone else's ad")
+    outcome = execute_tool_call(
+        tool_call("create_music_draft", {"prompt": "calm piano", "adId": str(other.pk)}), ctx
+    )
+    assert outcome.is_error
+    assert "can only change its own ad" in outcome.content["error"]
+    assert not Draft.objects.exists()
+
+
+def test_the_conversations_own_ad_id_is_tolerated(ctx):
+    outcome = execute_tool_call(
+        tool_call("create_music_draft", {"prompt": "calm piano", "adId": str(ctx.ad.pk)}), ctx
+    )
+    assert not outcome.is_error
+    assert Draft.objects.get().ad_id == ctx.ad.pk
+
+
+def test_a_handler_crash_rolls_back_its_savepoint(ctx, monkeypatch):
+    import drafts.tools
+
+    def write_then_crash(*args, **kwargs):
+        Draft.objects.create(ad=ctx.ad, kind="music", version=1, payload={})
+        raise RuntimeError("disk on fire")
+
+    monkeypatch.setattr(drafts.tools, "draft_latest", write_then_crash)
+    outcome = execute_tool_call(
+        tool_call(
+            "create_sfx_draft",
+            {"prompts": [{"description": "boom", "placement": {"type": "afterVoice", "index": 0}}]},
+        ),
+        ctx,
+    )
+
+    assert outcome.is_error
+    assert outcome.content["error"] == "create_sfx_draft failed with an internal error."
+    assert "disk on fire" not in outcome.text
+    assert not Draft.objects.exists()
+
+
+def test_success_result_is_compact_json(ctx):
+    outcome = execute_tool_call(tool_call("create_music_draft", {"prompt": "calm piano"}), ctx)
+    assert not outcome.is_error
+    assert json.loads(outcome.text) == outcome.content
+    assert outcome.content["versionId"] == "v1"
