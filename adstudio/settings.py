@@ -102,6 +102,7 @@ REST_FRAMEWORK = {
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_PARSER_CLASSES": ["adstudio.parsers.SafeJSONParser"],
+    "TEST_REQUEST_DEFAULT_FORMAT": "json",
     "EXCEPTION_HANDLER": "adstudio.api_errors.api_exception_handler",
     "DEFAULT_THROTTLE_CLASSES": [],
     # Generation and chat start model runs that cost money: limited per user.
@@ -128,12 +129,17 @@ SPECTACULAR_SETTINGS = {
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
     "COMPONENT_SPLIT_REQUEST": True,
+    "ENUM_NAME_OVERRIDES": {
+        "RunStatusEnum": "conversations.models.RunStatus",
+        "DraftStatusEnum": "drafts.models.DraftStatus",
+        "DraftKindEnum": "drafts.models.DraftKind",
+    },
 }
 
 # --- Celery -------------------------------------------------------------------------
 # Without a broker, tasks run eagerly in the calling process (the embedded default).
-CELERY_BROKER_URL = broker_url("CELERY_BROKER_URL") or "memory://"
-CELERY_TASK_ALWAYS_EAGER = CELERY_BROKER_URL == "memory://"
+CELERY_BROKER_URL = broker_url("CELERY_BROKER_URL") or "memory://localhost/"
+CELERY_TASK_ALWAYS_EAGER = CELERY_BROKER_URL.startswith("memory://")
 CELERY_TASK_EAGER_PROPAGATES = True
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_RESULT_BACKEND = None

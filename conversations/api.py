@@ -21,6 +21,7 @@ from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema
 from rest_framework import generics, serializers, status
 from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.permissions import IsAdminUser
+from rest_framework.renderers import BaseRenderer, JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.throttling import ScopedRateThrottle
@@ -341,7 +342,19 @@ class RunCancelView(APIView):
         return Response(run_body(run), status=status.HTTP_202_ACCEPTED)
 
 
+class EventStreamRenderer(BaseRenderer):
+    """Lets content negotiation accept ``text/event-stream``; the view streams the body."""
+
+    media_type = "text/event-stream"
+    format = "sse"
+
+    def render(self, data, accepted_media_type=None, renderer_context=None):
+        return data
+
+
 class RunEventsView(APIView):
+    renderer_classes = [JSONRenderer, EventStreamRenderer]
+
     @extend_schema(
         parameters=[
             OpenApiParameter("after", int, description="Return events after this seq."),

@@ -87,3 +87,24 @@ def test_project_checks_and_migrations_are_clean():
     migrations = manage("makemigrations", "--check", "--dry-run", env=env)
     assert check.returncode == 0, check.stderr
     assert migrations.returncode == 0, migrations.stdout + migrations.stderr
+
+
+def test_openapi_schema_is_valid_and_has_no_warnings(tmp_path):
+    result = manage(
+        "spectacular",
+        "--validate",
+        "--fail-on-warn",
+        "--file",
+        str(tmp_path / "schema.yml"),
+        env={"DATABASE_URL": os.environ["DATABASE_URL"]},
+    )
+    assert result.returncode == 0, result.stderr
+    schema = (tmp_path / "schema.yml").read_text()
+    for path in (
+        "/api/ai/generate",
+        "/api/ads/{ad_id}/chat",
+        "/api/runs/{id}/events",
+        "/api/drafts/{id}/activate",
+        "/api/voices/",
+    ):
+        assert f"  {path}:" in schema, path

@@ -1,0 +1,327 @@
+"""Generation and chat runs over the REST API with the offline demo director: the web
+client's whole story, and every way a request can be wrong."""
+
+from __future__ import annotations
+
+import json
+import uuid
+
+import pytest
+from rest_framework.authtoken.models import Token
+from rest_framework.test import APIClient
+
+from conversations.models import Conversation, Message, Run
+from drafts.models import Ad, Draft
+
+pytestmark = pytest.mark.django_db
+
+BRIEF = {
+    "clientDescription": "Spotify Premium family plan",
+    "targetAudience": "Thai families",
+    "format": "30s audio ad",
+    "market": "TH",
+    "language": "th",
+}
+
+
+def api_for(user) -> APIClient:
+    client = APIClient()
+    token, _ = Token.objects.get_or_create(user=user)
+    client.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
+    return client
+
+
+@pytest.fixture(autouse=True)
+def demo_only(settings, make_voice):
+    """No provider key: the router answers with the offline demo director."""
+    settings.ADSTUDIO_PROVIDERS = {
+        name: {**entry, "api_key": ""} for name, entry in settings.ADSTUDIO_PROVIDERS.items()
+    }
+    for gender, name in (("male", "Somchai"), ("female", "Malee"), ("female", "Ploy")):
+        make_voice(language="th", gender=gender, name=name)
+
+
+@pytest.fixture
+def api(user):
+    return api_for(user)
+
+
+# Tests that need the run to execute use real transactions: tasks are eager in the test
+# settings and run when the request's transaction commits, as they do in production.
+runs_execute = pytest.mark.django_db(transaction=True)
+
+
+@runs_execute
+def test_the_web_client_story(api, user):
+    # create the ad, then generate with wait
+    ad = api.post("/api/ads/", {**BRIEF, "durationSeconds": 30}, format="json").json()
+    generated = api.post("/api/ai/generate?wait=5", {"adId": ad["id"]})
+    assert generated.status_code == 200, generated.json()
+    body = generated.json()
+    assert body["status"] == "succeeded"
+    assert body["drafts"] == {"voices": "v1", "music": "v1", "sfx": "v1"}
+    assert [(d["kind"], d["version"]) for d in body["draftsCreated"]] == [
+        ("voices", "v1"),
+        ("music", "v1"),
+        ("sfx", "v1"),
+    ]
+    assert "demo director" in body["message"]
+    conversation_id = body["conversationId"]
+
+    # chat: make the music more upbeat -> music v2 only
+    chat = api.post(
+        f"/api/ads/{ad['id']}/chat?wait=5",
+        {"message": "make the music more upbeat", "conversationId": conversation_id},
+    )
+    assert chat.status_code == 200, chat.json()
+    assert chat.json()["drafts"] == {"music": "v2"}
+    assert chat.json()["conversationId"] == conversation_id
+
+    # activate music v2 -> state shows it active
+    music_v2 = chat.json()["draftsCreated"][0]["id"]
+    assert api.post(f"/api/drafts/{music_v2}/activate").status_code == 200
+    state = api.get(f"/api/ads/{ad['id']}/state").json()
+    assert state["music"]["active"] == "v2"
+    assert state["voices"]["active"] is None and state["voices"]["latest"] == "v1"
+
+    # events of the first run show each tool call in order
+    events = api.get(f"/api/runs/{body['runId']}/events").json()
+    assert events["runStatus"] == "succeeded"
+    seqs = [e["seq"] for e in events["events"]]
+    assert seqs == list(range(1, len(seqs) + 1))
+    started = [e["data"]["name"] for e in events["events"] if e["type"] == "tool_call.started"]
+    assert started == [
+        "search_voices",
+        "create_voice_draft",
+        "create_music_draft",
+        "create_sfx_draft",
+    ]
+    assert events["events"][-1]["type"] == "run.finished"
+
+    # the conversation as typed parts, tool results as their own messages
+    messages = api.get(f"/api/ads/{ad['id']}/conversation").json()["results"]
+    roles = [m["role"] for m in messages]
+    assert roles[:3] == ["user", "assistant", "tool"]
+    call = messages[1]["parts"][0]
+    result = messages[2]["parts"][0]
+    assert call["type"] == "tool-call" and call["toolName"] == "search_voices"
+    assert result == {
+        "type": "tool-result",
+        "toolCallId": call["toolCallId"],
+        "toolName": "search_voices",
+        "result": result["result"],
+        "isError": False,
+    }
+    assert {v["name"] for v in result["result"]["voices"]} == {"Somchai", "Malee", "Ploy"}
+    same = api.get(f"/api/conversations/{conversation_id}/messages/").json()["results"]
+    assert same == messages
+
+
+@runs_execute
+def test_generate_creates_the_ad_from_the_brief(api, user):
+    response = api.post("/api/ai/generate", {"brief": BRIEF, "provider": None})
+
+    assert response.status_code == 200 or response.status_code == 202
+    body = response.json()
+    ad = Ad.objects.get(pk=body["adId"])
+    assert ad.owner == user and ad.duration_s == 30 and ad.language == "th"
+    assert Run.objects.get(pk=body["runId"]).requested_by == user
+
+
+def test_without_wait_the_reply_is_202_with_a_location(api, user, ad):
+    response = api.post("/api/ai/generate", {"adId": str(ad.pk)}, format="json")
+
+    assert response.status_code == 202
+    body = response.json()
+    assert body == {
+        "adId": str(ad.pk),
+        "conversationId": body["conversationId"],
+        "runId": body["runId"],
+        "status": "queued",
+    }
+    assert response["Location"] == f"/api/runs/{body['runId']}"
+    # the user's brief is stored before anything runs
+    run = Run.objects.get(pk=body["runId"])
+    assert "Client: Spotify Premium family plan" in run.input_text
+
+
+def test_wait_that_runs_out_returns_202(api, ad):
+    response = api.post("/api/ai/generate?wait=0.3", {"adId": str(ad.pk)}, format="json")
+    assert response.status_code == 202
+    assert response.json()["status"] == "queued"
+
+
+def test_idempotency_key_replays_the_same_run(api, ad):
+    headers = {"HTTP_IDEMPOTENCY_KEY": "retry-123"}
+    first = api.post("/api/ai/generate", {"brief": BRIEF}, format="json", **headers)
+    second = api.post("/api/ai/generate", {"brief": BRIEF}, format="json", **headers)
+    chat1 = api.post(
+        f"/api/ads/{ad.pk}/chat", {"message": "hi"}, format="json", HTTP_IDEMPOTENCY_KEY="chat-1"
+    )
+    chat2 = api.post(
+        f"/api/ads/{ad.pk}/chat", {"message": "hi"}, format="json", HTTP_IDEMPOTENCY_KEY="chat-1"
+    )
+
+    assert first.json()["runId"] == second.json()["runId"]
+    assert chat1.json()["runId"] == chat2.json()["runId"]
+    assert Run.objects.count() == 2
+    assert Ad.objects.count() == 2  # the fixture's ad and one created from the brief
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({}, "brief"),
+        ({"brief": {**BRIEF, "language": "elvish"}}, "brief.language"),
+        ({"brief": BRIEF, "provider": "skynet"}, "provider"),
+        ({"brief": BRIEF, "provider": "openai"}, "provider"),
+        ({"brief": BRIEF, "conversationId": str(uuid.uuid4())}, "adId"),
+    ],
+)
+def test_generate_validation_names_the_field(api, body, field):
+    response = api.post("/api/ai/generate", body, format="json")
+    assert response.status_code == 400, response.json()
+    assert field in response.json()["error"]["fields"]
+    assert not Run.objects.exists() and not Ad.objects.exists()
+
+
+def test_unconfigured_provider_error_names_the_env_var(api):
+    response = api.post("/api/ai/generate", {"brief": BRIEF, "provider": "qwen"}, format="json")
+    assert response.status_code == 400
+    assert "DASHSCOPE_API_KEY" in response.json()["error"]["fields"]["provider"][0]
+
+
+@pytest.mark.parametrize("wait", ["-1", "61", "soon"])
+def test_wait_is_validated(api, ad, wait):
+    response = api.post(f"/api/ai/generate?wait={wait}", {"adId": str(ad.pk)}, format="json")
+    assert response.status_code == 400
+    assert "wait" in response.json()["error"]["fields"]
+    assert not Run.objects.exists()
+
+
+def test_chat_message_limits(api, ad, settings):
+    settings.ADSTUDIO_MAX_MESSAGE_CHARS = 100
+    empty = api.post(f"/api/ads/{ad.pk}/chat", {"message": "  "}, format="json")
+    long = api.post(f"/api/ads/{ad.pk}/chat", {"message": "x" * 101}, format="json")
+
+    assert empty.status_code == 400 and "message" in empty.json()["error"]["fields"]
+    assert long.status_code == 413
+    assert "limit is 100" in long.json()["error"]["message"]
+    assert not Run.objects.exists()
+
+
+def test_chat_without_a_conversation_starts_one_with_the_brief(api, ad):
+    response = api.post(f"/api/ads/{ad.pk}/chat", {"message": "Make it funny"}, format="json")
+    assert response.status_code == 202
+    run = Run.objects.get(pk=response.json()["runId"])
+    assert run.input_text.startswith("Brief\n") and run.input_text.endswith("Make it funny")
+
+
+def test_other_users_objects_are_404(api, other_user, make_ad):
+    theirs = make_ad(owner=other_user)
+    other = api_for(other_user)
+    run_id = other.post("/api/ai/generate", {"adId": str(theirs.pk)}, format="json").json()["runId"]
+    run = Run.objects.get(pk=run_id)
+
+    paths = [
+        ("post", "/api/ai/generate", {"adId": str(theirs.pk)}),
+        ("post", f"/api/ads/{theirs.pk}/chat", {"message": "hi"}),
+        ("get", f"/api/runs/{run_id}", None),
+        ("post", f"/api/runs/{run_id}/cancel", None),
+        ("get", f"/api/runs/{run_id}/events", None),
+        ("get", f"/api/ads/{theirs.pk}/conversation", None),
+        ("get", f"/api/conversations/{run.conversation_id}/messages/", None),
+    ]
+    for method, path, data in paths:
+        response = getattr(api, method)(path, data, format="json")
+        assert response.status_code == 404, path
+        assert response.json() == {"error": {"code": "not_found", "message": "Not found."}}
+    assert Run.objects.count() == 1
+    assert Run.objects.get().status == "queued"
+
+
+def test_anonymous_is_401_everywhere(ad):
+    client = APIClient()
+    for method, path in [
+        ("post", "/api/ai/generate"),
+        ("post", f"/api/ads/{ad.pk}/chat"),
+        ("get", f"/api/runs/{uuid.uuid4()}"),
+        ("get", "/api/stats/"),
+    ]:
+        assert getattr(client, method)(path).status_code == 401, path
+
+
+def test_cancel_a_queued_run(api, ad):
+    run_id = api.post("/api/ai/generate", {"adId": str(ad.pk)}, format="json").json()["runId"]
+
+    response = api.post(f"/api/runs/{run_id}/cancel")
+
+    assert response.status_code == 202
+    assert response.json()["status"] == "cancelled"
+    assert Run.objects.get(pk=run_id).finished_at is not None
+
+
+@runs_execute
+def test_run_detail_has_usage_and_error_shape(api, ad):
+    run_id = api.post("/api/ai/generate", {"adId": str(ad.pk)}).json()["runId"]
+    body = api.get(f"/api/runs/{run_id}").json()
+
+    assert body["status"] == "succeeded" and body["error"] is None
+    assert body["provider"] == "demo" and body["rounds"] == 3
+    assert body["usage"]["promptTokens"] > 0
+    assert body["usage"]["costExact"] is False  # the demo reports no usage: estimated
+    assert body["finishedAt"] is not None
+
+
+@runs_execute
+def test_events_long_poll_returns_empty_after_the_run_finished(api, ad):
+    run_id = api.post("/api/ai/generate", {"adId": str(ad.pk)}).json()["runId"]
+    events = api.get(f"/api/runs/{run_id}/events").json()
+    last = events["lastSeq"]
+
+    later = api.get(f"/api/runs/{run_id}/events?after={last}&wait=5").json()
+
+    assert later == {"runStatus": "succeeded", "events": [], "lastSeq": last}
+
+
+@runs_execute
+def test_events_as_server_sent_events(api, ad):
+    run_id = api.post("/api/ai/generate", {"adId": str(ad.pk)}).json()["runId"]
+
+    response = api.get(f"/api/runs/{run_id}/events?after=0", HTTP_ACCEPT="text/event-stream")
+
+    assert response["Content-Type"] == "text/event-stream"
+    text = b"".join(response.streaming_content).decode()
+    assert "event: run.started" in text
+    assert text.count("event: tool_call.finished") == 4
+    blocks = [b for b in text.split("\n\n") if b.startswith("id: ")]
+    last = dict(line.split(": ", 1) for line in blocks[-1].splitlines())
+    assert last["event"] == "run.finished"
+    assert json.loads(last["data"])["data"]["status"] == "succeeded"
+    assert [int(dict(line.split(": ", 1) for line in b.splitlines())["id"]) for b in blocks] == (
+        list(range(1, len(blocks) + 1))
+    )
+
+
+@runs_execute
+def test_stats_are_staff_only(api, staff_user, ad):
+    api.post("/api/ai/generate", {"adId": str(ad.pk)})
+
+    assert api.get("/api/stats/").status_code == 403
+    stats = api_for(staff_user).get("/api/stats/?days=1").json()
+
+    assert stats["runsByStatus"]["succeeded"] == 1
+    demo = stats["providers"][0]
+    assert demo["provider"] == "demo" and demo["runs"] == 1 and demo["roundsPerRun"] == 3
+    tools = {t["tool"]: t for t in stats["tools"]}
+    assert tools["search_voices"]["successRate"] == 1.0
+    assert stats["toolCalls"] == 4 and stats["argumentRepairRate"] == 0
+
+
+@runs_execute
+def test_conversation_messages_are_stored_in_order(api, ad):
+    api.post("/api/ai/generate", {"adId": str(ad.pk)})
+    conversation = Conversation.objects.get(ad=ad)
+    seqs = list(Message.objects.filter(conversation=conversation).values_list("seq", flat=True))
+    assert seqs == list(range(1, len(seqs) + 1))
+    assert Draft.objects.filter(ad=ad).count() == 3
