@@ -104,7 +104,7 @@ def test_openapi_schema_is_valid_and_has_no_warnings(tmp_path):
         "/api/ai/generate",
         "/api/ads/{ad_id}/chat",
         "/api/runs/{id}/events",
-        "/api/drafts/{id}/activate",
+        "/api/drafts/{id}/activate/",
         "/api/voices/",
     ):
         assert f"  {path}:" in schema, path
