@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
-from django.contrib import admin
+from datetime import timedelta
+
+from django.contrib import admin, messages
+from django.template.response import TemplateResponse
+from django.urls import path
+from django.utils import timezone
 
 from adstudio.admin_json import pretty_json
 from conversations.models import Conversation, Message, ModelCall, Run, RunEvent
+from conversations.selectors import agent_stats
+from conversations.services import run_requeue
 
 
 class ReadOnlyInline(admin.TabularInline):
@@ -144,6 +151,8 @@ class RunAdmin(admin.ModelAdmin):
     list_select_related = ["conversation__ad"]
     readonly_fields = [f.name for f in Run._meta.concrete_fields]
     inlines = [ModelCallInline, RunMessageInline, RunEventInline]
+    actions = ["requeue"]
+    change_list_template = "admin/conversations/run/change_list.html"
 
     # Runs are an execution log: started by the API, never typed in or edited.
     def has_add_permission(self, request) -> bool:
@@ -151,3 +160,38 @@ class RunAdmin(admin.ModelAdmin):
 
     def has_change_permission(self, request, obj=None) -> bool:
         return False
+
+    @admin.action(description="Requeue selected failed or stuck runs")
+    def requeue(self, request, queryset):
+        requeued, skipped = [], []
+        for run in queryset.order_by("created_at"):
+            (requeued if run_requeue(run=run) else skipped).append(str(run.pk)[:8])
+        if requeued:
+            self.message_user(request, f"Requeued {len(requeued)} run(s).", messages.SUCCESS)
+        if skipped:
+            self.message_user(
+                request,
+                f"Skipped {len(skipped)} run(s) that succeeded, were cancelled or are "
+                f"running: {', '.join(skipped)}.",
+                messages.WARNING,
+            )
+
+    def get_urls(self):
+        stats = path("stats/", self.admin_site.admin_view(self.stats_view), name="agent-stats")
+        return [stats, *super().get_urls()]
+
+    def stats_view(self, request):
+        """The agent's health per provider and tool: the figures of GET /api/stats/."""
+        try:
+            days = max(1, min(int(request.GET.get("days", "7")), 366))
+        except ValueError:
+            days = 7
+        until = timezone.now()
+        context = {
+            **self.admin_site.each_context(request),
+            "title": f"Agent statistics, last {days} day(s)",
+            "stats": agent_stats(since=until - timedelta(days=days), until=until),
+            "days": days,
+            "opts": self.model._meta,
+        }
+        return TemplateResponse(request, "admin/conversations/run/stats.html", context)

@@ -319,6 +319,46 @@ def run_cancel(*, run: Run) -> Run:
     return run
 
 
+def run_requeue(*, run: Run) -> bool:
+    """Queue a failed run, or one whose worker died, again; it resumes from its last
+    persisted step. Returns False for a run that cannot be requeued (succeeded,
+    cancelled, or running with a live worker)."""
+    now = timezone.now()
+    with transaction.atomic():
+        Conversation.objects.select_for_update().filter(pk=run.conversation_id).first()
+        run = Run.objects.select_for_update().get(pk=run.pk)
+        stuck = run.status == RunStatus.RUNNING and not _is_fresh(run, now)
+        if not (run.status in (RunStatus.FAILED, RunStatus.QUEUED) or stuck):
+            return False
+        if run.status == RunStatus.FAILED:
+            # Its usage was added to the conversation when it failed; it is added again,
+            # in full, when it finishes this time.
+            Conversation.objects.filter(pk=run.conversation_id).update(
+                prompt_tokens=F("prompt_tokens") - run.prompt_tokens,
+                completion_tokens=F("completion_tokens") - run.completion_tokens,
+                cached_tokens=F("cached_tokens") - run.cached_tokens,
+                cost=F("cost") - run.cost,
+            )
+        run.status = RunStatus.QUEUED
+        run.heartbeat_at = None
+        run.finished_at = None
+        run.stop_cause = ""
+        run.error_code = ""
+        run.error_message = ""
+        run.save(
+            update_fields=[
+                "status",
+                "heartbeat_at",
+                "finished_at",
+                "stop_cause",
+                "error_code",
+                "error_message",
+            ]
+        )
+        run_enqueue(run_id=run.pk)
+        return True
+
+
 def runs_recover() -> list[uuid.UUID]:
     """Enqueue again the runs whose task vanished: running ones with a stale heartbeat
     (worker killed, deploy) and queued ones waiting longer than the grace period
