@@ -192,3 +192,48 @@ def test_draft_payload_cannot_be_edited_in_admin(client, staff_user, ad):
     draft.refresh_from_db()
     assert draft.payload == {"prompt": "calm"}
     assert draft.status == DraftStatus.DRAFT
+
+
+def test_requeue_action_requeues_failed_runs_only(client, staff_user, ad, settings):
+    from django.utils import timezone
+
+    from conversations.models import Conversation, Run
+
+    conversation = Conversation.objects.create(ad=ad, prompt_tokens=100)
+    failed = Run.objects.create(
+        conversation=conversation,
+        input_text="x",
+        status="failed",
+        finished_at=timezone.now(),
+        error_code="transient",
+        prompt_tokens=100,
+    )
+    done = Run.objects.create(
+        conversation=conversation, input_text="y", status="succeeded", finished_at=timezone.now()
+    )
+    client.force_login(staff_user)
+
+    response = client.post(
+        reverse("admin:conversations_run_changelist"),
+        {"action": "requeue", "_selected_action": [str(failed.pk), str(done.pk)]},
+        follow=True,
+    )
+
+    page = response.content.decode()
+    assert "Requeued 1 run(s)." in page and "Skipped 1 run(s)" in page
+    failed.refresh_from_db()
+    assert failed.status == "queued" and failed.error_code == "" and failed.finished_at is None
+    conversation.refresh_from_db()
+    assert conversation.prompt_tokens == 0  # added back in full when the run finishes
+    assert Run.objects.get(pk=done.pk).status == "succeeded"
+
+
+def test_stats_page_renders_for_staff_only(client, staff_user, user, objects):
+    client.force_login(staff_user)
+    page = client.get(reverse("admin:agent-stats") + "?days=30")
+    assert page.status_code == 200
+    assert "Agent statistics, last 30 day(s)" in page.content.decode()
+    assert "search_voices" in page.content.decode()
+
+    client.force_login(user)
+    assert client.get(reverse("admin:agent-stats")).status_code == 302
