@@ -287,7 +287,9 @@ def _model_step(state: RunState, *, final: bool = False) -> RunTools | Final | S
     run = state.run
     round_no = run.rounds + 1
     messages = make_valid(state.messages)
-    options = GenerateOptions(tool_choice="none") if final else GenerateOptions()
+    # Streaming lets text reach the client as it is written; adapters whose provider
+    # cannot stream with tools (Qwen) fall back to one response on their own.
+    options = GenerateOptions(tool_choice="none" if final else None, stream=True)
     if final:
         messages.append(UserMessage(text=FINAL_ANSWER_NUDGE))
     request = GenerateRequest(

@@ -195,7 +195,7 @@ class ModelCall(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
-        ordering = ["run", "round", "attempt", "id"]
+        ordering = ["run", "id"]  # the order the calls were made in
         constraints = [
             models.CheckConstraint(condition=Q(round__gte=1), name="model_call_round_positive"),
         ]
