@@ -1,0 +1,123 @@
+"""Runs through a real Celery worker (thread pool) on Redis: ordering, and recovery after
+the worker is killed with SIGKILL while it waits on the model."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from django.db.models import Count
+
+from adstudio.celery import app as celery_app
+from conversations.models import Conversation, Message, ModelCall, Run, RunEvent
+from conversations.services import send_message, start_generation
+from drafts.models import Draft
+from tests.fakes.server import TEST_API_KEY, call, turn
+from tests.support.worker import REDIS_URL, WorkerProcess, database_url, flush_broker
+
+pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
+
+STALE_AFTER = 3.0
+
+
+@pytest.fixture
+def broker(settings):
+    """This process enqueues to Redis instead of running tasks in-process."""
+    flush_broker()
+    # The producer pool is made on first publish and kept: the broker URL stays Redis for
+    # the rest of the session (eager tests never publish).
+    celery_app.conf.update(task_always_eager=False, broker_url=REDIS_URL)
+    settings.CELERY_TASK_ALWAYS_EAGER = False
+    yield
+    celery_app.conf.update(task_always_eager=True)
+    flush_broker()
+
+
+@pytest.fixture
+def worker(broker, fake_openai, tmp_path):
+    process = WorkerProcess(
+        log_dir=tmp_path,
+        env={
+            "DATABASE_URL": database_url(),
+            "CELERY_BROKER_URL": REDIS_URL,
+            "OPENAI_API_KEY": TEST_API_KEY,
+            "OPENAI_BASE_URL": fake_openai.base_url,
+            "ADSTUDIO_OPENAI_MODEL": "fake-openai",
+            "ADSTUDIO_PROVIDER_FALLBACKS": "",
+            "ADSTUDIO_PROVIDER_BACKOFF_BASE": "0.01",
+            "ADSTUDIO_HEARTBEAT_INTERVAL": "0.5",
+            "ADSTUDIO_RUN_STALE_AFTER": str(STALE_AFTER),
+        },
+    )
+    process.start()
+    yield process
+    process.stop()
+
+
+def wait_for(predicate, timeout: float = 30.0, what: str = "condition"):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def finished(run: Run) -> bool:
+    run.refresh_from_db()
+    return run.status in ("succeeded", "failed", "cancelled")
+
+
+def test_a_worker_answers_turns_of_one_conversation_in_order(worker, fake_openai, make_ad):
+    ad = make_ad(language="en")
+    fake_openai.script(turn("first", delay=0.5), turn("second"), turn("third"))
+    conversation = Conversation.objects.create(ad=ad)
+
+    runs = [send_message(conversation=conversation, text=t) for t in ("one", "two", "three")]
+
+    for run in runs:
+        wait_for(lambda run=run: finished(run), what=f"run {run.pk}")
+    assert [r.status for r in runs] == ["succeeded"] * 3
+    rows = list(
+        Message.objects.filter(conversation=conversation)
+        .order_by("seq")
+        .values_list("text", flat=True)
+    )
+    assert rows == ["one", "first", "two", "second", "three", "third"]
+    assert [len(r["messages"]) for r in fake_openai.requests] == [2, 4, 6]
+
+
+def test_a_run_survives_its_worker_being_killed_mid_model_call(worker, fake_openai, make_ad):
+    ad = make_ad(language="en")
+    fake_openai.script(
+        turn("never delivered", delay=5.0),  # the worker dies while waiting on this
+        turn(tool_calls=[call("create_music_draft", {"prompt": "warm acoustic pop"})]),
+        turn("Music v1 is ready."),
+    )
+    run = start_generation(ad=ad)
+    wait_for(lambda: len(fake_openai.requests) == 1, what="the first model request")
+    run.refresh_from_db()
+    assert run.status == "running"
+
+    worker.kill()
+    time.sleep(STALE_AFTER + 0.5)  # until its heartbeat is stale
+    worker.start()  # recovery runs when a worker starts
+
+    wait_for(lambda: finished(run), what="the resumed run")
+    assert run.status == "succeeded", run.error_message
+    assert run.final_message == "Music v1 is ready."
+    assert Message.objects.filter(conversation=run.conversation, role="user").count() == 1
+    assert Message.objects.filter(conversation=run.conversation, role="assistant").count() == 2
+    assert list(Draft.objects.values_list("kind", "version")) == [("music", 1)]
+    assert ModelCall.objects.filter(run=run).count() == 2  # the killed call never returned
+    events = RunEvent.objects.filter(run=run)
+    assert events.filter(type="run.finished").count() == 1
+    assert [e.data["resumed"] for e in events.filter(type="run.started").order_by("seq")] == [
+        False,
+        True,
+    ]
+    # nothing ran twice
+    assert (
+        not Draft.objects.values("run_id", "tool_call_id").annotate(n=Count("id")).filter(n__gt=1)
+    )
