@@ -78,7 +78,10 @@ def test_generation_then_refinement(fake_providers, en_ad, voices):
     assert first_request["messages"][0]["role"] == "system"
     assert "Client: Spotify Premium family plan" in first_request["messages"][1]["content"]
     assert [t["function"]["name"] for t in first_request["tools"]] == [
-        "create_music_draft", "create_sfx_draft", "create_voice_draft", "get_current_state",
+        "create_music_draft",
+        "create_sfx_draft",
+        "create_voice_draft",
+        "get_current_state",
         "search_voices",
     ]
 
@@ -472,3 +475,104 @@ def test_twenty_concurrent_draft_writes_get_versions_one_to_twenty(en_ad):
     assert not errors
     versions = sorted(Draft.objects.filter(ad=en_ad).values_list("version", flat=True))
     assert versions == list(range(1, 21))
+
+
+def test_a_long_conversation_is_summarised_and_sent_within_budget(fake_providers, en_ad, settings):
+    from conversations.models import Conversation
+    from conversations.providers.base import (
+        AssistantMessage,
+        ToolCall,
+        ToolResultMessage,
+        UserMessage,
+    )
+    from conversations.tokens import count_tokens, message_tokens
+
+    settings.ADSTUDIO_CONTEXT_BUDGET_TOKENS = 2000
+    conversation = Conversation.objects.create(ad=en_ad)
+    seq = 0
+
+    def add(message, **fields):
+        nonlocal seq
+        seq += 1
+        return Message.objects.create(
+            conversation=conversation, seq=seq, tokens=message_tokens(message), **fields
+        )
+
+    for n in range(60):
+        user = UserMessage(f"Turn {n}: make the music a little different, maybe {n} bpm faster.")
+        call_ = ToolCall(
+            id=f"t{n}",
+            name="create_music_draft",
+            arguments={"prompt": f"pop at {100 + n} bpm"},
+            raw_arguments="",
+        )
+        assistant = AssistantMessage(tool_calls=(call_,))
+        result = ToolResultMessage(
+            tool_call_id=f"t{n}",
+            name="create_music_draft",
+            content=json.dumps({"versionId": f"v{n + 1}", "summary": "x" * 200}),
+        )
+        add(user, role="user", text=user.text)
+        add(
+            assistant,
+            role="assistant",
+            tool_calls=[
+                {
+                    "id": call_.id,
+                    "name": call_.name,
+                    "arguments": call_.arguments,
+                    "raw_arguments": "",
+                }
+            ],
+        )
+        add(
+            result,
+            role="tool",
+            tool_call_id=f"t{n}",
+            name="create_music_draft",
+            text=result.content,
+        )
+        add(
+            AssistantMessage(text=f"Music v{n + 1} done."),
+            role="assistant",
+            text=f"Music v{n + 1} done.",
+        )
+    fake_providers.script(
+        turn("The user iterated on music 60 times, last at 159 bpm."), turn("Noted.")
+    )
+
+    run = run_of(send_message(conversation=conversation, text="What did we settle on?"))
+
+    assert run.status == "succeeded", run.error_message
+    summary_request, main_request = fake_providers.requests
+    assert "summarise the earlier part" in summary_request["messages"][0]["content"]
+    assert "Turn 0:" in summary_request["messages"][1]["content"]
+    messages = main_request["messages"]
+    assert messages[1]["content"].startswith("Summary of the earlier conversation")
+    assert "last at 159 bpm" in messages[1]["content"]
+    assert messages[2]["role"] == "user"  # whole turns only: the window starts at a user turn
+    assert messages[-1]["content"] == "What did we settle on?"
+
+    def wire_tokens(message: dict) -> int:
+        calls = message.get("tool_calls") or []
+        return (
+            4
+            + count_tokens(message.get("content") or "")
+            + sum(
+                count_tokens(c["function"]["name"]) + count_tokens(c["function"]["arguments"])
+                for c in calls
+            )
+        )
+
+    sent = sum(wire_tokens(m) for m in messages[2:])
+    assert sent <= settings.ADSTUDIO_CONTEXT_BUDGET_TOKENS
+    kept_turns = sum(1 for m in messages[2:] if m["role"] == "user")
+    assert 1 < kept_turns < 30  # the recent whole turns, not all 61
+    conversation.refresh_from_db()
+    assert conversation.summary.startswith("The user iterated")
+    first_kept = Message.objects.get(
+        conversation=conversation, seq=conversation.summary_upto_seq + 1
+    )
+    assert first_kept.role == "user"
+    # everything stays in the database for staff
+    assert Message.objects.filter(conversation=conversation).count() == 242
