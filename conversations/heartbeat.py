@@ -1,6 +1,10 @@
-"""A run's heartbeat: a background thread that stamps ``Run.heartbeat_at`` while the run
-works, so the recovery sweep can tell a slow run from a dead one, and that notices a
-cancellation request so the loop can stop at its next step without asking the database."""
+"""Heartbeats of the runs a worker process is executing.
+
+One background thread per process stamps ``Run.heartbeat_at`` for every active run in a
+single UPDATE, so the recovery sweep can tell a slow run from a dead one, and reads the
+runs' cancellation requests in one query, so the loop can stop at its next step without
+asking the database itself. One thread and one connection, however many runs.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +12,7 @@ import logging
 import threading
 import uuid
 
-from django.db import DatabaseError, close_old_connections, connection
+from django.db import DatabaseError, connection
 from django.utils import timezone
 
 from conversations.models import Run, RunStatus
@@ -16,41 +20,77 @@ from conversations.models import Run, RunStatus
 logger = logging.getLogger(__name__)
 
 
-class Heartbeat:
-    def __init__(self, run_id: uuid.UUID, *, interval: float) -> None:
-        self.run_id = run_id
-        self.interval = interval
-        self._stop = threading.Event()
-        self._cancel = threading.Event()
-        self._thread = threading.Thread(target=self._beat, name=f"heartbeat-{run_id}", daemon=True)
+class _Monitor:
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._runs: dict[uuid.UUID, threading.Event] = {}
+        self._wake = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.interval = 10.0
 
-    @property
-    def cancel_requested(self) -> bool:
-        return self._cancel.is_set()
+    def register(self, run_id: uuid.UUID, interval: float) -> threading.Event:
+        cancelled = threading.Event()
+        with self._lock:
+            self._runs[run_id] = cancelled
+            if interval < self.interval:
+                self.interval = interval
+                self._wake.set()  # the thread may be sleeping a longer interval
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(
+                    target=self._beat, name="run-heartbeats", daemon=True
+                )
+                self._thread.start()
+        return cancelled
 
-    def __enter__(self) -> Heartbeat:
-        if Run.objects.filter(pk=self.run_id, cancel_requested=True).exists():
-            self._cancel.set()
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self._stop.set()
-        self._thread.join(timeout=self.interval + 5)
+    def unregister(self, run_id: uuid.UUID) -> None:
+        with self._lock:
+            self._runs.pop(run_id, None)
 
     def _beat(self) -> None:
         try:
-            while not self._stop.wait(self.interval):
+            while True:
+                self._wake.wait(self.interval)
+                self._wake.clear()
+                with self._lock:
+                    runs = dict(self._runs)
+                if not runs:
+                    continue
                 try:
-                    close_old_connections()
-                    Run.objects.filter(pk=self.run_id, status=RunStatus.RUNNING).update(
+                    Run.objects.filter(pk__in=runs, status=RunStatus.RUNNING).update(
                         heartbeat_at=timezone.now()
                     )
-                    if Run.objects.filter(pk=self.run_id, cancel_requested=True).exists():
-                        self._cancel.set()
+                    cancelled = Run.objects.filter(pk__in=runs, cancel_requested=True)
+                    for run_id in cancelled.values_list("pk", flat=True):
+                        runs[run_id].set()
                 except DatabaseError:
                     # The database may be restarting; the next beat tries again.
-                    logger.warning("heartbeat of run %s failed", self.run_id, exc_info=True)
-                    connection.close()
+                    logger.warning("run heartbeat failed", exc_info=True)
+                finally:
+                    connection.close()  # held for one beat only, not between beats
         finally:
             connection.close()
+
+
+_monitor = _Monitor()
+
+
+class Heartbeat:
+    """While in this context, ``run_id`` is kept alive and watched for cancellation."""
+
+    def __init__(self, run_id: uuid.UUID, *, interval: float) -> None:
+        self.run_id = run_id
+        self.interval = interval
+        self._cancelled = threading.Event()
+
+    @property
+    def cancel_requested(self) -> bool:
+        return self._cancelled.is_set()
+
+    def __enter__(self) -> Heartbeat:
+        self._cancelled = _monitor.register(self.run_id, self.interval)
+        if Run.objects.filter(pk=self.run_id, cancel_requested=True).exists():
+            self._cancelled.set()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        _monitor.unregister(self.run_id)

@@ -24,13 +24,21 @@ STALE_AFTER = 3.0
 def broker(settings):
     """This process enqueues to Redis instead of running tasks in-process."""
     flush_broker()
-    # The producer pool is made on first publish and kept: the broker URL stays Redis for
-    # the rest of the session (eager tests never publish).
+    saved = {k: celery_app.conf[k] for k in ("task_always_eager", "broker_url")}
     celery_app.conf.update(task_always_eager=False, broker_url=REDIS_URL)
+    _forget_connections()
     settings.CELERY_TASK_ALWAYS_EAGER = False
     yield
-    celery_app.conf.update(task_always_eager=True)
+    celery_app.conf.update(saved)
+    _forget_connections()
     flush_broker()
+
+
+def _forget_connections() -> None:
+    """Celery caches its connection and producer pools per app: after the broker URL
+    changes, the next publish must build them anew from it."""
+    celery_app._pool = None
+    celery_app.amqp._producer_pool = None
 
 
 @pytest.fixture
