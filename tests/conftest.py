@@ -13,6 +13,7 @@ import socket
 import pytest
 from django.conf import settings
 
+pytest_plugins = ["tests.fakes.fixtures"]  # fake_openai, fake_providers
 _LOOPBACK_NAMES = {"localhost", "localhost.localdomain"}
 
 

@@ -158,11 +158,23 @@ class ProviderError(Exception):
     retryable = False
     code = "provider_error"
 
-    def __init__(self, message: str, *, provider: str = "", status: int | None = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        provider: str = "",
+        status: int | None = None,
+        provider_code: str = "",
+        request_id: str = "",
+    ) -> None:
         super().__init__(message)
         self.message = message
         self.provider = provider
         self.status = status
+        # The provider's own error code ("insufficient_quota", "data_inspection_failed",
+        # "context_length_exceeded"...), for ModelCall rows and for the loop's decisions.
+        self.provider_code = provider_code
+        self.request_id = request_id
 
     def __str__(self) -> str:
         prefix = f"{self.provider}: " if self.provider else ""

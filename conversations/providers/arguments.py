@@ -1,0 +1,97 @@
+"""Tool-call arguments: parse the string a model sent, repair it when it is malformed, and
+serialise parsed arguments back to the wire deterministically.
+
+Repair uses json-repair (a real tolerant parser), never regexes: a regex that turns ``'``
+into ``"`` breaks every script line containing "don't".
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import json_repair
+
+_FENCE = "```"
+
+
+@dataclass(frozen=True)
+class ParsedArguments:
+    arguments: dict[str, Any]
+    parse_error: str | None = None
+    repaired: bool = False
+
+
+def parse_arguments(raw: str | dict[str, Any] | None) -> ParsedArguments:
+    """Turn what the model sent into an arguments object, repairing it where possible.
+
+    A zero-argument call's ``""`` (or ``null``) is ``{}`` and not a repair. Arguments that
+    still are not a JSON object after repair come back with ``parse_error`` set, so the
+    loop can answer the call with a tool error the model sees instead of crashing.
+    """
+    if raw is None:
+        return ParsedArguments({})
+    if isinstance(raw, dict):  # some servers send the object itself instead of a string
+        return ParsedArguments(dict(raw))
+    text = raw.strip()
+    if not text or text == "null":
+        return ParsedArguments({})
+    try:
+        value = json.loads(text)
+    except ValueError:
+        pass
+    else:
+        if isinstance(value, dict):
+            return ParsedArguments(value)
+        if isinstance(value, str):  # double-encoded: "{\"a\": 1}"
+            inner = parse_arguments(value)
+            if inner.parse_error is None:
+                return ParsedArguments(inner.arguments, repaired=True)
+        return ParsedArguments({}, parse_error=_not_an_object(value, raw))
+    return _repair(text, raw)
+
+
+def _repair(text: str, raw: str) -> ParsedArguments:
+    try:
+        value = json_repair.repair_json(_strip_fences(text), return_objects=True)
+    except Exception as exc:  # the repairer is a best effort; its failure is a parse error
+        return ParsedArguments({}, parse_error=f"arguments are not valid JSON ({exc})")
+    if isinstance(value, dict):
+        return ParsedArguments(value, repaired=True)
+    if value == "":  # json-repair found nothing that looks like JSON
+        return ParsedArguments(
+            {}, parse_error=f"arguments are not valid JSON and could not be repaired: {_clip(raw)}"
+        )
+    return ParsedArguments({}, parse_error=_not_an_object(value, raw))
+
+
+def _strip_fences(text: str) -> str:
+    """Drop a markdown code fence around the JSON (```json ... ```)."""
+    if text.startswith(_FENCE):
+        text = text[len(_FENCE) :]
+        newline = text.find("\n")
+        if newline != -1 and not text[:newline].strip().startswith(("{", "[")):
+            text = text[newline + 1 :]  # the info string: "json"
+        if text.rstrip().endswith(_FENCE):
+            text = text.rstrip()[: -len(_FENCE)]
+    return text.strip()
+
+
+def _not_an_object(value: Any, raw: str) -> str:
+    kind = type(value).__name__ if value is not None else "null"
+    return f"arguments must be a JSON object, got {kind}: {_clip(raw)}"
+
+
+def _clip(raw: str, limit: int = 200) -> str:
+    return raw if len(raw) <= limit else raw[:limit] + "..."
+
+
+def dump_arguments(arguments: dict[str, Any]) -> str:
+    """The wire form of parsed arguments: the same bytes for the same object, every time.
+
+    History is replayed from the parsed (repaired) object, never from the raw string:
+    DashScope rejects a whole request that replays a broken argument string, and a stable
+    serialisation keeps the request prefix identical across turns for prompt caching.
+    """
+    return json.dumps(arguments, ensure_ascii=False, sort_keys=True, separators=(",", ":"))

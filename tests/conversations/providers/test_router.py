@@ -1,0 +1,135 @@
+"""Routing from settings: the language table, markets, explicit choices, missing keys, demo."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+
+from conversations.providers import ProviderUnavailable, get_provider, route
+from conversations.providers.demo import DemoProvider
+from conversations.providers.openai_compat import OpenAICompatProvider
+
+ROUTES = {
+    **dict.fromkeys(("th", "id", "vi", "es", "pt", "pl", "cs", "ro"), "qwen"),
+    "zh": "kimi",
+    "es:MX": "openai",
+    "default": "openai",
+}
+
+
+@pytest.fixture
+def keys(settings):
+    """Configure the named providers (others get no key)."""
+
+    def configure(*names: str) -> None:
+        settings.ADSTUDIO_PROVIDERS = {
+            name: {
+                "api_key": f"sk-{name}-secret-value" if name in names else "",
+                "base_url": "",
+                "model": "",
+            }
+            for name in ("openai", "qwen", "kimi")
+        }
+        settings.ADSTUDIO_PROVIDER_ROUTES = ROUTES
+        settings.ADSTUDIO_PROVIDER_FALLBACKS = ["openai", "qwen", "kimi"]
+
+    return configure
+
+
+def names(bindings) -> list[str]:
+    return [b.name for b in bindings]
+
+
+@pytest.mark.parametrize(
+    ("language", "market", "expected"),
+    [
+        ("th", "TH", ["qwen", "openai", "kimi"]),
+        ("zh", "", ["kimi", "openai", "qwen"]),
+        ("en", "US", ["openai", "qwen", "kimi"]),
+        ("es", "ES", ["qwen", "openai", "kimi"]),
+        ("es", "MX", ["openai", "qwen", "kimi"]),
+        ("pt-BR", "BR", ["qwen", "openai", "kimi"]),
+        ("PT", "", ["qwen", "openai", "kimi"]),
+    ],
+)
+def test_language_and_market_pick_the_primary(keys, language, market, expected):
+    keys("openai", "qwen", "kimi")
+
+    assert names(route(language=language, market=market)) == expected
+
+
+def test_bindings_carry_the_model_from_settings_or_the_profile_default(keys, settings):
+    keys("openai", "qwen", "kimi")
+    settings.ADSTUDIO_PROVIDERS["qwen"]["model"] = "qwen3-max"
+
+    bindings = {b.name: b for b in route(language="th")}
+
+    assert bindings["qwen"].model == "qwen3-max"
+    assert bindings["openai"].model == "gpt-4.1-mini"
+    assert bindings["kimi"].model == "kimi-k2-0905-preview"
+    assert isinstance(bindings["qwen"].provider, OpenAICompatProvider)
+    assert bindings["qwen"].provider.base_url.startswith("https://dashscope-intl.aliyuncs.com")
+
+
+def test_unconfigured_providers_are_skipped_with_a_logged_reason(keys, caplog):
+    keys("openai")
+
+    with caplog.at_level(logging.INFO, logger="conversations.providers.router"):
+        bindings = route(language="th")
+
+    assert names(bindings) == ["openai"]
+    assert "DASHSCOPE_API_KEY is not set" in caplog.text
+    assert "MOONSHOT_API_KEY is not set" in caplog.text
+    assert "sk-openai-secret-value" not in caplog.text
+
+
+def test_no_key_at_all_routes_to_the_demo(keys):
+    keys()
+
+    bindings = route(language="th", market="TH")
+
+    assert names(bindings) == ["demo"]
+    assert isinstance(bindings[0].provider, DemoProvider)
+
+
+def test_a_requested_provider_comes_first(keys):
+    keys("openai", "qwen", "kimi")
+
+    assert names(route(language="th", requested="kimi")) == ["kimi", "openai", "qwen"]
+
+
+def test_a_requested_provider_without_a_key_names_the_env_var(keys):
+    keys("openai")
+
+    with pytest.raises(ProviderUnavailable, match="set DASHSCOPE_API_KEY"):
+        route(language="th", requested="qwen")
+
+
+def test_an_unknown_requested_provider_is_refused(keys):
+    keys("openai")
+
+    with pytest.raises(ProviderUnavailable, match="unknown provider 'claude'") as caught:
+        route(language="en", requested="claude")
+    assert isinstance(caught.value, ValueError)
+
+
+def test_demo_can_always_be_requested_and_is_never_a_silent_fallback(keys, settings):
+    keys("openai")
+    settings.ADSTUDIO_PROVIDER_FALLBACKS = ["demo", "qwen"]
+
+    assert names(route(language="en", requested="demo")) == ["demo"]
+    assert names(route(language="en")) == ["openai"]
+
+
+def test_get_provider_reuses_one_client_per_configuration(keys, settings):
+    keys("openai")
+
+    first = get_provider("openai")
+    again = get_provider("openai")
+    settings.ADSTUDIO_PROVIDERS["openai"]["base_url"] = "http://127.0.0.1:11434/v1"
+    moved = get_provider("openai")
+
+    assert first is again
+    assert moved is not first and moved.base_url == "http://127.0.0.1:11434/v1"
+    assert "secret" not in repr(first)

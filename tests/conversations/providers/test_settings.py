@@ -1,0 +1,62 @@
+"""The "Providers" section of the settings: env parsing and the errors for bad values."""
+
+from __future__ import annotations
+
+import pytest
+from django.core.exceptions import ImproperlyConfigured
+
+from adstudio import settings as project_settings
+
+
+def test_routes_from_env_with_markets_and_an_implicit_default(monkeypatch):
+    monkeypatch.setenv("ADSTUDIO_PROVIDER_ROUTES", "th=qwen, zh=kimi, es:mx=openai")
+
+    routes = project_settings._provider_routes("ADSTUDIO_PROVIDER_ROUTES", {})
+
+    assert routes == {"th": "qwen", "zh": "kimi", "es:MX": "openai", "default": "openai"}
+
+
+@pytest.mark.parametrize("value", ["th", "th=", "=qwen", "th=claude"])
+def test_malformed_routes_are_refused_with_the_variable_named(monkeypatch, value):
+    monkeypatch.setenv("ADSTUDIO_PROVIDER_ROUTES", value)
+
+    with pytest.raises(ImproperlyConfigured, match="ADSTUDIO_PROVIDER_ROUTES"):
+        project_settings._provider_routes("ADSTUDIO_PROVIDER_ROUTES", {})
+
+
+def test_routes_default_when_unset(monkeypatch):
+    monkeypatch.delenv("ADSTUDIO_PROVIDER_ROUTES", raising=False)
+
+    assert project_settings._provider_routes("ADSTUDIO_PROVIDER_ROUTES", {"default": "kimi"}) == {
+        "default": "kimi"
+    }
+
+
+def test_base_url_must_be_a_url(monkeypatch):
+    monkeypatch.setenv("OPENAI_BASE_URL", "localhost:11434")
+
+    with pytest.raises(ImproperlyConfigured, match="OPENAI_BASE_URL"):
+        project_settings._provider_entry(
+            "OPENAI_API_KEY", "OPENAI_BASE_URL", "ADSTUDIO_OPENAI_MODEL"
+        )
+
+
+def test_provider_entry_reads_key_url_and_model(monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", " sk-local ")
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:11434/v1/")
+    monkeypatch.setenv("ADSTUDIO_OPENAI_MODEL", "qwen3:8b")
+
+    entry = project_settings._provider_entry(
+        "OPENAI_API_KEY", "OPENAI_BASE_URL", "ADSTUDIO_OPENAI_MODEL"
+    )
+
+    assert entry == {
+        "api_key": "sk-local",
+        "base_url": "http://127.0.0.1:11434/v1",
+        "model": "qwen3:8b",
+    }
+
+
+def test_unknown_fallback_provider_is_refused():
+    with pytest.raises(ImproperlyConfigured, match="unknown provider 'gemini'"):
+        project_settings._provider_name("gemini", "ADSTUDIO_PROVIDER_FALLBACKS")

@@ -1,0 +1,41 @@
+"""Pytest fixtures for the fake OpenAI-compatible server (registered in tests/conftest.py).
+
+``fake_openai`` yields a started server and fails the test at teardown if a scripted turn
+was never requested, an unscripted request arrived, or a request broke the message
+protocol. ``fake_providers`` also points the openai, qwen and kimi settings at it, with
+retry waits small enough that no test sleeps for long.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from tests.fakes.server import FakeOpenAIServer
+
+
+@pytest.fixture
+def fake_openai() -> Iterator[FakeOpenAIServer]:
+    server = FakeOpenAIServer().start()
+    try:
+        yield server
+    finally:
+        server.stop()
+    problems = server.verify()
+    if problems:
+        pytest.fail("fake OpenAI server:\n  " + "\n  ".join(problems), pytrace=False)
+
+
+@pytest.fixture
+def fake_providers(fake_openai: FakeOpenAIServer, settings) -> FakeOpenAIServer:
+    """Settings for every real provider pointed at ``fake_openai`` (key: TEST_API_KEY)."""
+    settings.ADSTUDIO_PROVIDERS = fake_openai.provider_settings()
+    settings.ADSTUDIO_PROVIDER_RETRY = {
+        "max_attempts": 3,
+        "max_total_seconds": 5.0,
+        "base_delay": 0.001,
+        "max_delay": 0.01,
+    }
+    settings.ADSTUDIO_PROVIDER_TIMEOUT = 5.0
+    return fake_openai
