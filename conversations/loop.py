@@ -55,7 +55,7 @@ from conversations.providers.base import (
     UserMessage,
 )
 from conversations.services import EventLog, run_claim, run_finish
-from conversations.tokens import count_tokens, message_tokens
+from conversations.tokens import message_tokens
 from conversations.tools import ToolOutcome, execute_tool_call, tool_specs
 
 logger = logging.getLogger(__name__)
@@ -308,9 +308,7 @@ def _model_step(state: RunState, *, final: bool = False) -> RunTools | Final | S
         on_text=text_stream.add,
     )
     text_stream.flush()
-    usage = response.usage
-    if usage.prompt_tokens == 0 and usage.completion_tokens == 0:
-        usage = _estimated_usage(request, response)
+    usage = response.usage  # adapters estimate it (exact=False) when the provider sent none
     message = response.message
     truncated = response.stop_reason == StopReason.MAX_TOKENS and message.tool_calls
     if final or truncated:
@@ -476,16 +474,6 @@ def _record_attempt(run: Run, round_no: int, attempt: providers.Attempt) -> None
         provider_request_id=(response.request_id if response else "")[:128],
         error_code=error.code if error else "",
         error=str(error)[:2000] if error else "",
-    )
-
-
-def _estimated_usage(request: GenerateRequest, response: ModelResponse) -> Usage:
-    prompt = count_tokens(request.system) + sum(message_tokens(m) for m in request.messages)
-    prompt += count_tokens(json.dumps([t.parameters for t in request.tools]))
-    return Usage(
-        prompt_tokens=prompt,
-        completion_tokens=message_tokens(response.message),
-        exact=False,
     )
 
 
