@@ -81,8 +81,12 @@ def _redacted(url: str) -> str:
     return url if "@" not in url else "<url with credentials>"
 
 
-def database_config(name: str, *, default_sqlite_path: Path) -> dict:
-    """``DATABASES['default']`` from a URL in ``name``; an embedded SQLite file when unset."""
+def database_config(name: str, *, default_sqlite_path: Path, pool_max_size: int = 0) -> dict:
+    """``DATABASES['default']`` from a URL in ``name``; an embedded SQLite file when unset.
+
+    For Postgres with ``pool_max_size`` > 0, connections come from a psycopg pool: threads
+    (web requests, agent runs) borrow one per unit of work instead of each holding one.
+    """
     url = env_str(name)
     if not url:
         default_sqlite_path.parent.mkdir(parents=True, exist_ok=True)
@@ -98,8 +102,11 @@ def database_config(name: str, *, default_sqlite_path: Path) -> dict:
             f"{name}={_redacted(url)!r} is not a database URL this project supports: expected "
             "postgres://USER[:PASSWORD]@HOST[:PORT]/NAME (or sqlite:///PATH)."
         )
+    pooled = scheme != "sqlite" and pool_max_size > 0
     try:
-        config = dj_database_url.parse(url, conn_max_age=60, conn_health_checks=True)
+        config = dj_database_url.parse(
+            url, conn_max_age=0 if pooled else 60, conn_health_checks=not pooled
+        )
     except (ValueError, dj_database_url.ParseError) as exc:
         raise ImproperlyConfigured(
             f"{name}={_redacted(url)!r} is malformed ({exc}); expected "
@@ -112,7 +119,22 @@ def database_config(name: str, *, default_sqlite_path: Path) -> dict:
         )
     if scheme != "sqlite" and not config.get("HOST"):
         raise ImproperlyConfigured(f"{name}={_redacted(url)!r} names no host.")
+    if pooled:
+        config.setdefault("OPTIONS", {})["pool"] = {
+            "min_size": 1,
+            "max_size": pool_max_size,
+            "timeout": 30,
+            # A pooled connection is checked before use, so a database restart costs one
+            # failed check, not a failed request.
+            "check": _pool_check(),
+        }
     return config
+
+
+def _pool_check():
+    from psycopg_pool import ConnectionPool
+
+    return ConnectionPool.check_connection
 
 
 def broker_url(name: str) -> str:

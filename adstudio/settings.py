@@ -77,7 +77,13 @@ TEMPLATES = [
     },
 ]
 
-DATABASES = {"default": database_config("DATABASE_URL", default_sqlite_path=VAR_DIR / "db.sqlite3")}
+DATABASES = {
+    "default": database_config(
+        "DATABASE_URL",
+        default_sqlite_path=VAR_DIR / "db.sqlite3",
+        pool_max_size=env_int("ADSTUDIO_DB_POOL_MAX_SIZE", 20, minimum=0),
+    )
+}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [
