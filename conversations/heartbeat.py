@@ -77,9 +77,10 @@ _monitor = _Monitor()
 class Heartbeat:
     """While in this context, ``run_id`` is kept alive and watched for cancellation."""
 
-    def __init__(self, run_id: uuid.UUID, *, interval: float) -> None:
+    def __init__(self, run_id: uuid.UUID, *, interval: float, cancelled: bool = False) -> None:
         self.run_id = run_id
         self.interval = interval
+        self._already_cancelled = cancelled
         self._cancelled = threading.Event()
 
     @property
@@ -88,7 +89,7 @@ class Heartbeat:
 
     def __enter__(self) -> Heartbeat:
         self._cancelled = _monitor.register(self.run_id, self.interval)
-        if Run.objects.filter(pk=self.run_id, cancel_requested=True).exists():
+        if self._already_cancelled:
             self._cancelled.set()
         return self
 

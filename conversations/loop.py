@@ -110,13 +110,19 @@ class RunState:
 
 def run_agent(run_id: uuid.UUID | str) -> None:
     """Execute (or resume) the run; safe to call twice: a second call finds nothing to do."""
-    run = run_claim(run_id=uuid.UUID(str(run_id)))
-    if run is None:
+    claim = run_claim(run_id=uuid.UUID(str(run_id)))
+    if claim is None:
         return
+    run = claim.run
     outcome: Final | Stop
+    heartbeat = Heartbeat(
+        run.pk,
+        interval=settings.ADSTUDIO_HEARTBEAT_INTERVAL,
+        cancelled=claim.cancel_requested,
+    )
     try:
-        with Heartbeat(run.pk, interval=settings.ADSTUDIO_HEARTBEAT_INTERVAL) as heartbeat:
-            state = _load_state(run, heartbeat)
+        with heartbeat:
+            state = _load_state(run, heartbeat, claim.events)
             outcome = _drive(state)
     except providers.ProviderUnavailable as exc:
         outcome = Stop(RunStatus.FAILED, StopCause.ERROR, "provider_unavailable", str(exc))
@@ -138,6 +144,7 @@ def run_agent(run_id: uuid.UUID | str) -> None:
             status=RunStatus.SUCCEEDED,
             cause=outcome.cause,
             final_message=outcome.text,
+            events=claim.events,
         )
     else:
         run_finish(
@@ -146,13 +153,14 @@ def run_agent(run_id: uuid.UUID | str) -> None:
             cause=outcome.cause,
             error_code=outcome.code,
             error_message=outcome.message,
+            events=claim.events,
         )
 
 
 # --- State -----------------------------------------------------------------------------
 
 
-def _load_state(run: Run, heartbeat: Heartbeat) -> RunState:
+def _load_state(run: Run, heartbeat: Heartbeat, events: EventLog) -> RunState:
     conversation = run.conversation
     route = providers.route(
         language=conversation.ad.language,
@@ -164,19 +172,14 @@ def _load_state(run: Run, heartbeat: Heartbeat) -> RunState:
             conversation=conversation, seq__gt=conversation.summary_upto_seq
         ).order_by("seq")
     )
-    last_seq = (
-        MessageRow.objects.filter(conversation=conversation)
-        .order_by("-seq")
-        .values_list("seq", flat=True)
-        .first()
-    )
+    last_seq = rows[-1].seq if rows else conversation.summary_upto_seq
     state = RunState(
         run=run,
         conversation=conversation,
         route=route,
         rows=rows,
-        next_seq=(last_seq or 0) + 1,
-        events=EventLog(run),
+        next_seq=last_seq + 1,
+        events=events,
         heartbeat=heartbeat,
     )
     for row in rows:
@@ -327,26 +330,34 @@ def _model_step(state: RunState, *, final: bool = False) -> RunTools | Final | S
         message = AssistantMessage(text=message.text, provider_data=message.provider_data)
     else:
         extra = {}
-    with transaction.atomic():
-        row = _append(state, message, extra=extra)
-        cost = usage_cost(model=response.model, usage=usage)
-        totals = {} if usage.exact else {"cost_exact": False}
-        Run.objects.filter(pk=run.pk).update(
-            rounds=F("rounds") + 1,
-            provider=response.provider,
-            model=response.model,
-            prompt_tokens=F("prompt_tokens") + usage.prompt_tokens,
-            completion_tokens=F("completion_tokens") + usage.completion_tokens,
-            cached_tokens=F("cached_tokens") + usage.cached_prompt_tokens,
-            cost=F("cost") + cost,
-            **totals,
-        )
+    # Three single statements, no transaction: the message is the step; the run's
+    # counters and the events are bookkeeping that a resumed run does not depend on.
+    row = _append(state, message, extra=extra)
+    Run.objects.filter(pk=run.pk).update(
+        rounds=F("rounds") + 1,
+        provider=response.provider,
+        model=response.model,
+        prompt_tokens=F("prompt_tokens") + usage.prompt_tokens,
+        completion_tokens=F("completion_tokens") + usage.completion_tokens,
+        cached_tokens=F("cached_tokens") + usage.cached_prompt_tokens,
+        cost=F("cost") + usage_cost(model=response.model, usage=usage),
+        **({} if usage.exact else {"cost_exact": False}),
+    )
     run.rounds += 1
     run.provider, run.model = response.provider, response.model
     run.prompt_tokens += usage.prompt_tokens
     run.completion_tokens += usage.completion_tokens
+    events = []
     if message.text and not text_stream.sent_any:
-        state.events.append((RunEventType.TEXT, {"text": message.text}))
+        events.append((RunEventType.TEXT, {"text": message.text}))
+    for call in message.tool_calls:
+        events.append(
+            (
+                RunEventType.TOOL_CALL_STARTED,
+                {"toolCallId": call.id, "name": call.name, "arguments": call.arguments},
+            )
+        )
+    state.events.append(*events)
     if truncated:
         return Stop(
             RunStatus.FAILED,
@@ -368,33 +379,14 @@ def _model_step(state: RunState, *, final: bool = False) -> RunTools | Final | S
 
 
 def _run_tools(state: RunState, step: RunTools) -> None:
-    state.events.append(
-        *(
-            (
-                RunEventType.TOOL_CALL_STARTED,
-                {"toolCallId": call.id, "name": call.name, "arguments": call.arguments},
-            )
-            for call in step.calls
-        )
-    )
     for call in step.calls:
         # A draft is keyed by the assistant message and the call id: some providers
         # reuse call ids across rounds, a message sequence number never repeats.
         ctx = ToolContext(
             ad=state.ad, run_id=state.run.pk, tool_call_id=f"{step.message_seq}:{call.id}"[:128]
         )
-        with transaction.atomic():
-            if state.failures[call.name] >= settings.ADSTUDIO_MAX_TOOL_FAILURES:
-                outcome = ToolOutcome(
-                    {
-                        "error": f"{call.name} failed {state.failures[call.name]} times in "
-                        "this turn and is not run again.",
-                        "suggestion": "Stop calling it; tell the user what went wrong.",
-                    },
-                    is_error=True,
-                )
-            else:
-                outcome = execute_tool_call(call, ctx)
+
+        def record(outcome: ToolOutcome, call: ToolCall = call) -> None:
             _append(
                 state,
                 ToolResultMessage(
@@ -427,6 +419,20 @@ def _run_tools(state: RunState, step: RunTools) -> None:
                     )
                 )
             state.events.append(*events)
+
+        if state.failures[call.name] >= settings.ADSTUDIO_MAX_TOOL_FAILURES:
+            outcome = ToolOutcome(
+                {
+                    "error": f"{call.name} failed {state.failures[call.name]} times in "
+                    "this turn and is not run again.",
+                    "suggestion": "Stop calling it; tell the user what went wrong.",
+                },
+                is_error=True,
+            )
+            with transaction.atomic():
+                record(outcome)
+        else:
+            outcome = execute_tool_call(call, ctx, record=record)
         if outcome.is_error:
             state.failures[call.name] += 1
 
@@ -489,7 +495,12 @@ def _summarise_if_needed(state: RunState) -> None:
     """Fold the oldest turns into the conversation's summary when the history would not
     fit the context budget; the recent whole turns are sent as they are."""
     budget = settings.ADSTUDIO_CONTEXT_BUDGET_TOKENS
-    older, recent = recent_turns_within(split_turns(state.rows), budget=budget)
+    turns = split_turns(state.rows)
+    if sum(row.tokens for row in state.rows) <= budget:
+        return
+    # Keep half the budget of recent turns, so the next summary is many turns away and
+    # the requests in between share one cacheable prefix.
+    older, recent = recent_turns_within(turns, budget=budget // 2)
     if not older:
         return
     transcript = "\n".join(

@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import timedelta
 
 from django.conf import settings
@@ -147,7 +148,16 @@ def _is_fresh(run: Run, now) -> bool:
     return run.heartbeat_at is not None and now - run.heartbeat_at < stale_after
 
 
-def run_claim(*, run_id: uuid.UUID) -> Run | None:
+@dataclass
+class Claim:
+    """A run taken by this worker, with its event log and whether it is being cancelled."""
+
+    run: Run
+    events: EventLog
+    cancel_requested: bool
+
+
+def run_claim(*, run_id: uuid.UUID) -> Claim | None:
     """Take the run for this worker, or return None when it must not run now.
 
     Under the conversation's row lock: a finished run, a run another live worker holds
@@ -156,12 +166,19 @@ def run_claim(*, run_id: uuid.UUID) -> Run | None:
     """
     now = timezone.now()
     with transaction.atomic():
-        conversation_id = Run.objects.filter(pk=run_id).values_list("conversation_id", flat=True)
-        conversation_id = conversation_id.first()
+        conversation_id = (
+            Conversation.objects.select_for_update(of=("self",))
+            .filter(runs__id=run_id)
+            .values_list("pk", flat=True)
+            .first()
+        )
         if conversation_id is None:
             return None
-        Conversation.objects.select_for_update().filter(pk=conversation_id).first()
-        run = Run.objects.select_for_update().select_related("conversation__ad").get(pk=run_id)
+        run = (
+            Run.objects.select_for_update(of=("self",))
+            .select_related("conversation__ad")
+            .get(pk=run_id)
+        )
         if run.status in RunStatus.finished():
             return None
         if run.status == RunStatus.QUEUED and run.cancel_requested:
@@ -192,27 +209,27 @@ def run_claim(*, run_id: uuid.UUID) -> Run | None:
         run.save(
             update_fields=["status", "started_at", "heartbeat_at", "error_code", "error_message"]
         )
-        event_append(run=run, type=RunEventType.RUN_STARTED, data={"resumed": resumed})
-        return run
-
-
-def event_append(*, run: Run, type: RunEventType, data: dict | None = None) -> RunEvent:
-    """Append one progress event with the run's next sequence number (see ``EventLog``)."""
-    return EventLog(run).append((type, data or {}))[0]
+        # A new run has no events yet; a resumed one continues its numbering.
+        events = EventLog(run, next_seq=None if resumed else 1)
+        events.append((RunEventType.RUN_STARTED, {"resumed": resumed}))
+        return Claim(run=run, events=events, cancel_requested=run.cancel_requested)
 
 
 class EventLog:
     """Appends a run's progress events with consecutive sequence numbers.
 
     Only the worker holding the run writes its events, so the next number is read once
-    and then counted locally; the unique (run, seq) constraint is the backstop.
+    (or known, for a new run) and then counted locally; the unique (run, seq) constraint
+    is the backstop.
     """
 
-    def __init__(self, run: Run) -> None:
+    def __init__(self, run: Run, *, next_seq: int | None = None) -> None:
         self.run = run
-        self._next: int | None = None
+        self._next = next_seq
 
     def append(self, *events: tuple[RunEventType, dict]) -> list[RunEvent]:
+        if not events:
+            return []
         if self._next is None:
             last = (
                 RunEvent.objects.filter(run=self.run)
@@ -238,6 +255,7 @@ def _finish(
     error_code: str = "",
     error_message: str = "",
     final_message: str = "",
+    events: EventLog | None = None,
 ) -> None:
     run.status = status
     run.stop_cause = cause
@@ -262,10 +280,11 @@ def _finish(
         cost=F("cost") + run.cost,
         updated_at=timezone.now(),
     )
-    event_append(
-        run=run,
-        type=RunEventType.RUN_FINISHED,
-        data={"status": status, "stopCause": cause, "errorCode": error_code},
+    (events or EventLog(run)).append(
+        (
+            RunEventType.RUN_FINISHED,
+            {"status": status, "stopCause": cause, "errorCode": error_code},
+        )
     )
     _enqueue_next(conversation_id=run.conversation_id)
 
@@ -289,6 +308,7 @@ def run_finish(
     error_code: str = "",
     error_message: str = "",
     final_message: str = "",
+    events: EventLog | None = None,
 ) -> bool:
     """End the run exactly once (False if it had already ended) and start the next
     queued run of its conversation."""
@@ -303,6 +323,7 @@ def run_finish(
             error_code=error_code,
             error_message=error_message,
             final_message=final_message,
+            events=events,
         )
         return True
 

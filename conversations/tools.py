@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
 from django.db import transaction
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from adstudio.tools import Tool, ToolContext, ToolError
 from conversations.providers.base import ToolCall, ToolSpec
@@ -65,10 +66,8 @@ def _validation_message(exc: ValidationError) -> str:
     return "; ".join(parts)
 
 
-def execute_tool_call(call: ToolCall, ctx: ToolContext) -> ToolOutcome:
-    """Run one call: unknown tool, unparseable or invalid arguments, a foreign ad and a
-    ``ToolError`` all come back as error results; the handler runs in its own savepoint
-    so a failure never leaves half-written rows."""
+def _prepare(call: ToolCall, ctx: ToolContext) -> tuple[Tool, BaseModel] | ToolOutcome:
+    """The tool and its validated arguments, or the error result that refuses the call."""
     tool = _BY_NAME.get(call.name)
     if tool is None:
         return _error(f"Unknown tool {call.name!r}.", f"Use one of: {', '.join(_BY_NAME)}.")
@@ -85,20 +84,47 @@ def execute_tool_call(call: ToolCall, ctx: ToolContext) -> ToolOutcome:
                 f"Do not pass {key}; the tools always act on the ad of this conversation.",
             )
     try:
-        args = tool.args_model.model_validate(arguments)
+        return tool, tool.args_model.model_validate(arguments)
     except ValidationError as exc:
         return _error(
             f"Invalid arguments for {call.name}: {_validation_message(exc)}.",
             "Fix the named fields and call the tool again.",
         )
-    try:
+
+
+def execute_tool_call(
+    call: ToolCall,
+    ctx: ToolContext,
+    *,
+    record: Callable[[ToolOutcome], None] | None = None,
+) -> ToolOutcome:
+    """Run one call: an unknown tool, unparseable or invalid arguments, a foreign ad and
+    a ``ToolError`` all come back as error results the model can act on.
+
+    ``record(outcome)`` (persisting the tool message) runs in the same transaction as the
+    handler, so a result is stored exactly when the handler's writes are. A handler that
+    fails rolls back everything it wrote; its error result is then recorded on its own.
+    """
+    prepared = _prepare(call, ctx)
+    if isinstance(prepared, ToolOutcome):
+        outcome = prepared
+    else:
+        tool, args = prepared
+        try:
+            with transaction.atomic():
+                outcome = ToolOutcome(tool.handler(ctx, args), is_error=False)
+                if record is not None:
+                    record(outcome)
+            return outcome
+        except ToolError as exc:
+            outcome = ToolOutcome(exc.as_result(), is_error=True)
+        except Exception:
+            logger.exception("tool %s failed on call %s", call.name, call.id)
+            outcome = _error(
+                f"{call.name} failed with an internal error.",
+                "Try once more; if it fails again, tell the user and continue without it.",
+            )
+    if record is not None:
         with transaction.atomic():
-            return ToolOutcome(tool.handler(ctx, args), is_error=False)
-    except ToolError as exc:
-        return ToolOutcome(exc.as_result(), is_error=True)
-    except Exception:
-        logger.exception("tool %s failed on call %s", call.name, call.id)
-        return _error(
-            f"{call.name} failed with an internal error.",
-            "Try once more; if it fails again, tell the user and continue without it.",
-        )
+            record(outcome)
+    return outcome

@@ -6,7 +6,6 @@ import uuid
 from dataclasses import dataclass
 
 from django.db import transaction
-from django.db.models import Max
 from django.utils import timezone
 
 from drafts.locks import ad_lock
@@ -71,20 +70,25 @@ def draft_create(
     with no gap or duplicate. With a ``run_id`` the call is idempotent per
     ``(run_id, tool_call_id)``: a replayed tool call returns the draft it wrote first.
     """
-    with transaction.atomic():
+    # No savepoint of its own: inside a caller's transaction (a tool call) it is part of
+    # that unit of work; alone, it is one.
+    with transaction.atomic(savepoint=False):
         ad_lock(ad_id=ad.pk)
-        if run_id is not None:
-            existing = Draft.objects.filter(run_id=run_id, tool_call_id=tool_call_id).first()
-            if existing is not None:
-                return existing, False
-        latest = Draft.objects.filter(ad_id=ad.pk, kind=kind).aggregate(v=Max("version"))["v"]
-        parent = (
-            Draft.objects.filter(ad_id=ad.pk, kind=kind, version=latest).first() if latest else None
-        )
+        latest_of_kind = Draft.objects.filter(ad_id=ad.pk, kind=kind).order_by("-version")[:1]
+        if run_id is None:
+            rows = list(latest_of_kind)
+        else:
+            # The draft this call wrote before, if it did, and the latest: one query.
+            written = Draft.objects.filter(run_id=run_id, tool_call_id=tool_call_id)
+            rows = list(written.union(latest_of_kind, all=True))
+            for row in rows:
+                if row.run_id == run_id and row.tool_call_id == tool_call_id:
+                    return row, False
+        parent = rows[0] if rows else None
         draft = Draft.objects.create(
             ad_id=ad.pk,
             kind=kind,
-            version=(latest or 0) + 1,
+            version=(parent.version if parent else 0) + 1,
             payload=payload,
             summary=summary[:500],
             created_by=created_by,

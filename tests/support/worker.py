@@ -26,9 +26,10 @@ def database_url() -> str:
 class WorkerProcess:
     """``start()`` a worker and wait until it is ready; ``kill()`` it with SIGKILL."""
 
-    def __init__(self, *, log_dir: Path, env: dict[str, str]) -> None:
+    def __init__(self, *, log_dir: Path, env: dict[str, str], concurrency: int = 8) -> None:
         self.log_dir = log_dir
         self.env = env
+        self.concurrency = concurrency
         self.process: subprocess.Popen | None = None
         self.starts = 0
 
