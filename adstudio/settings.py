@@ -134,6 +134,8 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Audio ads made with an LLM creative director.",
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
+    # The schema and its docs describe the API, not anybody's data: public.
+    "SERVE_PERMISSIONS": ["rest_framework.permissions.AllowAny"],
     "COMPONENT_SPLIT_REQUEST": True,
     "ENUM_NAME_OVERRIDES": {
         "RunStatusEnum": "conversations.models.RunStatus",

@@ -1,0 +1,57 @@
+"""Property-based requests against every endpoint of the OpenAPI schema (schemathesis):
+no input, valid or not, makes the API answer 5xx or contradict its own schema."""
+
+from __future__ import annotations
+
+import pytest
+import schemathesis
+from django.core.signals import request_finished, request_started
+from django.db import close_old_connections
+from hypothesis import HealthCheck, settings
+from rest_framework.authtoken.models import Token
+from schemathesis.checks import (
+    content_type_conformance,
+    not_a_server_error,
+    response_schema_conformance,
+)
+
+from adstudio.wsgi import application
+
+MAX_EXAMPLES = 8  # per operation; benchmarks/ runs the long version
+
+
+@pytest.fixture(autouse=True)
+def _requests_in_the_test_transaction(db):
+    # Requests run inside the test's transaction, as with Django's test client: the
+    # WSGI handler must not close the connection at the end of each request.
+    request_started.disconnect(close_old_connections)
+    request_finished.disconnect(close_old_connections)
+    yield
+    request_started.connect(close_old_connections)
+    request_finished.connect(close_old_connections)
+
+
+@pytest.fixture
+def token(staff_user, make_ad, make_voice):
+    make_ad(owner=staff_user)
+    make_voice(language="th")
+    return Token.objects.create(user=staff_user).key
+
+
+# The schema endpoint is public and touches no data: it can be read at collection time.
+schema = schemathesis.openapi.from_wsgi("/api/schema/", application)
+
+
+@schema.parametrize()
+@settings(
+    max_examples=MAX_EXAMPLES,
+    deadline=None,
+    suppress_health_check=list(HealthCheck),
+    derandomize=True,
+)
+def test_every_operation_answers_within_its_schema(case, token, settings):
+    settings.ADSTUDIO_MAX_WAIT_SECONDS = 0.2  # ?wait= never holds an example up
+    case.call_and_validate(
+        headers={"Authorization": f"Token {token}"},
+        checks=[not_a_server_error, response_schema_conformance, content_type_conformance],
+    )
