@@ -137,8 +137,8 @@ def _pool_check():
     return ConnectionPool.check_connection
 
 
-def broker_url(name: str) -> str:
-    """A validated Redis broker URL from ``name``, or "" when unset (tasks then run eagerly)."""
+def redis_url(name: str) -> str:
+    """A validated Redis URL from ``name``, or "" when unset."""
     url = env_str(name)
     if not url:
         return ""

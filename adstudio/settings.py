@@ -11,13 +11,13 @@ from __future__ import annotations
 from pathlib import Path
 
 from adstudio.env import (
-    broker_url,
     database_config,
     env_bool,
     env_float,
     env_int,
     env_list,
     env_str,
+    redis_url,
 )
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -118,6 +118,16 @@ REST_FRAMEWORK = {
     "PAGE_SIZE": 50,
 }
 
+# Throttling counts live in the cache: with several web processes it must be shared.
+CACHE_URL = redis_url("CACHE_URL")
+CACHES = {
+    "default": (
+        {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": CACHE_URL}
+        if CACHE_URL
+        else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
+    )
+}
+
 # Bodies larger than this are refused with 413; a chat message longer than the message
 # limit too.
 ADSTUDIO_MAX_BODY_BYTES = env_int("ADSTUDIO_MAX_BODY_BYTES", 256 * 1024, minimum=1024)
@@ -146,7 +156,7 @@ SPECTACULAR_SETTINGS = {
 
 # --- Celery -------------------------------------------------------------------------
 # Without a broker, tasks run eagerly in the calling process (the embedded default).
-CELERY_BROKER_URL = broker_url("CELERY_BROKER_URL") or "memory://localhost/"
+CELERY_BROKER_URL = redis_url("CELERY_BROKER_URL") or "memory://localhost/"
 CELERY_TASK_ALWAYS_EAGER = CELERY_BROKER_URL.startswith("memory://")
 CELERY_TASK_EAGER_PROPAGATES = True
 CELERY_TASK_IGNORE_RESULT = True

@@ -325,3 +325,31 @@ def test_conversation_messages_are_stored_in_order(api, ad):
     seqs = list(Message.objects.filter(conversation=conversation).values_list("seq", flat=True))
     assert seqs == list(range(1, len(seqs) + 1))
     assert Draft.objects.filter(ad=ad).count() == 3
+
+
+def test_generate_and_chat_are_throttled_per_user(api, other_user, ad, monkeypatch):
+    from django.core.cache import cache
+    from rest_framework.throttling import ScopedRateThrottle
+
+    # DRF reads the rates once, at import: set them where it looks.
+    monkeypatch.setattr(ScopedRateThrottle, "THROTTLE_RATES", {"runs": "2/minute"})
+    cache.clear()
+    statuses = [
+        api.post(f"/api/ads/{ad.pk}/chat", {"message": f"m{n}"}).status_code for n in range(3)
+    ]
+    refused = api.post("/api/ai/generate", {"brief": BRIEF})
+    other = api_for(other_user).post("/api/ai/generate", {"brief": BRIEF})
+    cache.clear()
+
+    assert statuses == [202, 202, 429]
+    assert refused.status_code == 429 and refused.json()["error"]["code"] == "throttled"
+    assert other.status_code == 202  # the limit is per user
+    assert Run.objects.count() == 3
+
+
+def test_cors_allows_only_configured_origins(api, settings):
+    settings.CORS_ALLOWED_ORIGINS = ["https://studio.example.com"]
+    allowed = api.get("/api/ads/", HTTP_ORIGIN="https://studio.example.com")
+    refused = api.get("/api/ads/", HTTP_ORIGIN="https://evil.example.net")
+    assert allowed["Access-Control-Allow-Origin"] == "https://studio.example.com"
+    assert "Access-Control-Allow-Origin" not in refused
