@@ -1,0 +1,239 @@
+"""The API under load: 50 web clients posting chat messages for 30 s.
+
+    DATABASE_URL=postgres://postgres@127.0.0.1:5432/adstudio \\
+        .venv/bin/python -m benchmarks.api_load [--clients 50] [--seconds 30] [--runs 3]
+
+Starts the app under gunicorn (gthread) and a Celery worker (threads) answering with the
+offline demo director, on a benchmark database and Redis DB 14. Each client posts a chat
+message to its own ad (the enqueue) and then reads the run back, over and over. Prints
+requests/s and p50/p95/p99 of the POST and the GET (medians over ``--runs``), and the
+errors. Results also go to benchmarks/results/.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+
+from benchmarks._bench_db import (
+    ROOT,
+    bench_database_url,
+    create_database,
+    machine,
+    percentile,
+    setup_django,
+    write_results,
+)
+
+BROKER = "redis://127.0.0.1:6379/14"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def start(command: list[str], env: dict[str, str], log: Path) -> subprocess.Popen:
+    with log.open("w") as out:
+        return subprocess.Popen(
+            command, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+        )
+
+
+def wait_http(url: str, timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            httpx.get(url, timeout=1)
+            return
+        except httpx.HTTPError:
+            time.sleep(0.2)
+    sys.exit(f"{url} did not answer within {timeout} s")
+
+
+def one_run(base: str, tokens: list[tuple[str, str]], seconds: float) -> dict:
+    """All clients in one event loop: the load generator itself stays light."""
+    posts: list[float] = []
+    gets: list[float] = []
+    errors: dict[str, int] = {}
+
+    async def client(http: httpx.AsyncClient, token: str, ad_id: str, stop_at: float) -> None:
+        headers = {"Authorization": f"Token {token}"}
+        n = 0
+        while time.monotonic() < stop_at:
+            n += 1
+            try:
+                started = time.perf_counter()
+                posted = await http.post(
+                    f"/api/ads/{ad_id}/chat", json={"message": f"take {n}"}, headers=headers
+                )
+                post_s = time.perf_counter() - started
+                if posted.status_code != 202:
+                    raise RuntimeError(f"POST {posted.status_code}")
+                started = time.perf_counter()
+                got = await http.get(f"/api/runs/{posted.json()['runId']}", headers=headers)
+                get_s = time.perf_counter() - started
+                if got.status_code != 200:
+                    raise RuntimeError(f"GET {got.status_code}")
+            except (httpx.HTTPError, RuntimeError) as exc:
+                key = str(exc)[:60] or type(exc).__name__
+                errors[key] = errors.get(key, 0) + 1
+                continue
+            posts.append(post_s * 1000)
+            gets.append(get_s * 1000)
+
+    async def all_clients() -> float:
+        limits = httpx.Limits(max_connections=len(tokens))
+        async with httpx.AsyncClient(base_url=base, timeout=30, limits=limits) as http:
+            started = time.monotonic()
+            stop_at = started + seconds
+            await asyncio.gather(*(client(http, t, a, stop_at) for t, a in tokens))
+            return time.monotonic() - started
+
+    elapsed = asyncio.run(all_clients())
+    quantiles = (("p50", 0.5), ("p95", 0.95), ("p99", 0.99))
+    return {
+        "requests_per_s": (len(posts) + len(gets)) / elapsed,
+        "post_ms": {q: percentile(posts, f) for q, f in quantiles},
+        "get_ms": {q: percentile(gets, f) for q, f in quantiles},
+        "posts": len(posts),
+        "errors": errors,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--clients", type=int, default=50)
+    parser.add_argument("--seconds", type=float, default=30)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--web-workers", type=int, default=2)
+    parser.add_argument("--web-threads", type=int, default=16)
+    args = parser.parse_args()
+    url = bench_database_url()
+    create_database(url)
+    setup_django(url)
+    logging.getLogger().setLevel(logging.WARNING)  # no per-request client logging
+
+    import redis
+    from django.contrib.auth.models import User
+    from rest_framework.authtoken.models import Token
+
+    from drafts.models import Ad
+    from voices.models import Voice
+
+    if not Voice.objects.filter(language="th", approved=True).exists():
+        sys.exit("No approved Thai voices: run `python -m benchmarks.voice_search` once first.")
+    pairs = []
+    for n in range(args.clients):
+        user, _ = User.objects.get_or_create(username=f"load{n}")
+        token, _ = Token.objects.get_or_create(user=user)
+        ad = Ad.objects.create(
+            owner=user,
+            title="load",
+            client="Spotify Premium family plan",
+            language="th",
+            duration_s=30,
+        )
+        pairs.append((token.key, str(ad.pk)))
+    redis.Redis.from_url(BROKER).flushdb()
+
+    port = free_port()
+    env = {
+        **os.environ,
+        "DATABASE_URL": url,
+        "CELERY_BROKER_URL": BROKER,
+        "ADSTUDIO_RUN_RATE": "1000000/minute",
+        "LOG_LEVEL": "WARNING",
+        "ALLOWED_HOSTS": "127.0.0.1,localhost",
+    }
+    for key in ("OPENAI_API_KEY", "DASHSCOPE_API_KEY", "MOONSHOT_API_KEY", "ANTHROPIC_API_KEY"):
+        env.pop(key, None)  # the offline demo director answers
+    bin_dir = Path(sys.executable).parent
+    with tempfile.TemporaryDirectory() as logs:
+        web = start(
+            [
+                str(bin_dir / "gunicorn"),
+                "adstudio.wsgi",
+                "--bind",
+                f"127.0.0.1:{port}",
+                "--workers",
+                str(args.web_workers),
+                "--threads",
+                str(args.web_threads),
+                "--worker-class",
+                "gthread",
+            ],
+            env,
+            Path(logs) / "web.log",
+        )
+        worker = start(
+            [
+                sys.executable,
+                "-m",
+                "celery",
+                "-A",
+                "adstudio",
+                "worker",
+                "--pool",
+                "threads",
+                "--concurrency",
+                "8",
+                "--loglevel",
+                "WARNING",
+            ],
+            env,
+            Path(logs) / "worker.log",
+        )
+        try:
+            wait_http(f"http://127.0.0.1:{port}/api/schema/")
+            results = [
+                one_run(f"http://127.0.0.1:{port}", pairs, args.seconds) for _ in range(args.runs)
+            ]
+        finally:
+            for process in (web, worker):
+                os.killpg(process.pid, 15)
+                process.wait(timeout=30)
+    summary = {
+        "clients": args.clients,
+        "seconds": args.seconds,
+        "runs": results,
+        "median": {
+            "requests_per_s": statistics.median(r["requests_per_s"] for r in results),
+            **{
+                f"{kind}_{q}": statistics.median(r[f"{kind}_ms"][q] for r in results)
+                for kind in ("post", "get")
+                for q in ("p50", "p95", "p99")
+            },
+        },
+        "errors": sum(sum(r["errors"].values()) for r in results),
+        "machine": machine(),
+    }
+    m = summary["median"]
+    print(f"api_load: {args.clients} clients x {args.seconds:.0f} s, {args.runs} runs (medians)")
+    print(f"  requests/s {m['requests_per_s']:.0f}")
+    print(
+        f"  POST chat (enqueue) p50 {m['post_p50']:.1f}  p95 {m['post_p95']:.1f}  "
+        f"p99 {m['post_p99']:.1f} ms   (target p95 < 50)"
+    )
+    print(
+        f"  GET run            p50 {m['get_p50']:.1f}  p95 {m['get_p95']:.1f}  "
+        f"p99 {m['get_p99']:.1f} ms"
+    )
+    print(f"  errors {summary['errors']}: {[r['errors'] for r in results]}")
+    print(f"results: {write_results('api_load', summary)}")
+
+
+if __name__ == "__main__":
+    main()
