@@ -1,0 +1,228 @@
+"""Every way a provider can fail, through the real loop and the real openai SDK over HTTP.
+
+For each fault the run either succeeds or ends failed with a readable error, and the
+invariants hold: the user's message is stored, every assistant tool call has exactly one
+result, and no tool call wrote two drafts.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from django.db.models import Count
+
+from conversations.models import Message, ModelCall, Run
+from conversations.services import start_generation
+from drafts.models import Draft
+from tests.fakes.server import call, error_turn, raw_turn, turn
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+MUSIC = call("create_music_draft", {"prompt": "warm acoustic pop"})
+DONE = turn("Music v1 is ready.")
+JSON_500 = {"error": {"message": "upstream exploded", "type": "server_error"}}
+
+
+def assert_invariants(run: Run) -> None:
+    rows = list(Message.objects.filter(conversation=run.conversation).order_by("seq"))
+    assert rows[0].role == "user" and rows[0].text == run.input_text
+    answered = [r.tool_call_id for r in rows if r.role == "tool"]
+    called = [c["id"] for r in rows if r.role == "assistant" for c in r.tool_calls]
+    assert sorted(answered) == sorted(called), "a tool call without exactly one result"
+    duplicates = (
+        Draft.objects.values("run_id", "tool_call_id").annotate(n=Count("id")).filter(n__gt=1)
+    )
+    assert not duplicates
+    if run.status == "failed":
+        assert run.error_code and len(run.error_message) > 10
+        assert "Traceback" not in run.error_message
+
+
+# (fault, the turns the fake server plays, expected status, expected error code or None)
+FAULTS = [
+    (
+        "429 with Retry-After, then success",
+        [
+            error_turn(
+                429,
+                {"error": {"message": "Rate limit reached", "type": "rate_limit"}},
+                headers={"Retry-After": "0.01"},
+            ),
+            turn(tool_calls=[MUSIC]),
+            DONE,
+        ],
+        "succeeded",
+        None,
+    ),
+    (
+        "500 then success",
+        [error_turn(500, JSON_500), turn(tool_calls=[MUSIC]), DONE],
+        "succeeded",
+        None,
+    ),
+    (
+        "502 then success",
+        [
+            error_turn(502, "<html>Bad gateway</html>", content_type="text/html"),
+            turn(tool_calls=[MUSIC]),
+            DONE,
+        ],
+        "succeeded",
+        None,
+    ),
+    ("503 every time", [error_turn(503, JSON_500)] * 3, "failed", "transient"),
+    (
+        "a stream cut mid tool call",
+        [turn(tool_calls=[MUSIC], cut_after=2), turn(tool_calls=[MUSIC]), DONE],
+        "succeeded",
+        None,
+    ),
+    (
+        "an error object after HTTP 200",
+        [turn(tool_calls=[MUSIC], error_after=1), turn(tool_calls=[MUSIC]), DONE],
+        "succeeded",
+        None,
+    ),
+    (
+        "a stream with no finish reason",
+        [turn(tool_calls=[MUSIC], no_finish=True), turn(tool_calls=[MUSIC]), DONE],
+        "succeeded",
+        None,
+    ),
+    (
+        "a body that is not JSON",
+        [raw_turn("this is not json"), turn(tool_calls=[MUSIC]), DONE],
+        "succeeded",
+        None,
+    ),
+    (
+        "a read timeout, then success",
+        [turn(tool_calls=[MUSIC], delay=1.5), turn(tool_calls=[MUSIC]), DONE],
+        "succeeded",
+        None,
+    ),
+    (
+        "tool-call arguments that are not JSON",
+        [turn(tool_calls=[call("create_music_draft", raw="{{{{ not json")]), DONE],
+        "succeeded",
+        None,
+    ),
+    ("an unknown tool name", [turn(tool_calls=[call("make_coffee", {})]), DONE], "succeeded", None),
+    (
+        "20 tool calls in one response",
+        [
+            turn(
+                tool_calls=[
+                    call("create_music_draft", {"prompt": f"take {n} of the jingle"})
+                    for n in range(20)
+                ]
+            ),
+            DONE,
+        ],
+        "succeeded",
+        None,
+    ),
+    (
+        "401: bad key",
+        [
+            error_turn(
+                401,
+                {
+                    "error": {
+                        "message": "Incorrect API key provided",
+                        "type": "invalid_request_error",
+                    }
+                },
+            )
+        ],
+        "failed",
+        "authentication",
+    ),
+    (
+        "insufficient quota",
+        [
+            error_turn(
+                429,
+                {
+                    "error": {
+                        "message": "You exceeded your quota",
+                        "type": "insufficient_quota",
+                        "code": "insufficient_quota",
+                    }
+                },
+            )
+        ],
+        "failed",
+        "quota_exhausted",
+    ),
+]
+
+
+@pytest.mark.parametrize(("fault", "turns", "status", "code"), FAULTS, ids=[f[0] for f in FAULTS])
+def test_provider_fault(fake_providers, make_ad, settings, fault, turns, status, code):
+    settings.ADSTUDIO_PROVIDER_FALLBACKS = []
+    settings.ADSTUDIO_PROVIDER_TIMEOUT = 1.0
+    fake_providers.script(*turns)
+
+    run = start_generation(ad=make_ad(language="en"))
+
+    run.refresh_from_db()
+    assert run.status == status, run.error_message
+    assert (run.error_code or None) == code
+    assert_invariants(run)
+
+
+def test_twenty_calls_in_one_response_write_twenty_versions(fake_providers, make_ad):
+    fake_providers.script(
+        turn(
+            tool_calls=[
+                call("create_music_draft", {"prompt": f"take {n} of the jingle"}) for n in range(20)
+            ]
+        ),
+        DONE,
+    )
+    run = start_generation(ad=make_ad(language="en"))
+    run.refresh_from_db()
+    versions = sorted(Draft.objects.filter(run_id=run.pk).values_list("version", flat=True))
+    assert versions == list(range(1, 21))
+
+
+def test_a_model_that_never_stops_calling_tools_is_stopped(fake_providers, make_ad, settings):
+    settings.ADSTUDIO_MAX_ROUNDS = 4
+    fake_providers.script(*[turn(tool_calls=[MUSIC])] * 4, turn("Stopping here."))
+
+    run = start_generation(ad=make_ad(language="en"))
+
+    run.refresh_from_db()
+    assert run.status == "succeeded" and run.stop_cause == "max_rounds"
+    assert Draft.objects.filter(run_id=run.pk).count() == 4
+    assert_invariants(run)
+
+
+def test_primary_down_for_the_whole_run_the_fallback_answers(fake_providers, make_ad, settings):
+    settings.ADSTUDIO_PROVIDER_FALLBACKS = ["kimi"]
+    down = error_turn(503, JSON_500)
+    fake_providers.script(
+        down,
+        down,
+        down,
+        turn(tool_calls=[MUSIC]),  # round 1
+        down,
+        down,
+        down,
+        DONE,
+    )  # round 2
+
+    run = start_generation(ad=make_ad(language="en"))
+
+    run.refresh_from_db()
+    assert run.status == "succeeded" and run.provider == "kimi"
+    answered = list(
+        ModelCall.objects.filter(run=run, error_code="").values_list("round", "provider")
+    )
+    assert answered == [(1, "kimi"), (2, "kimi")]
+    assert ModelCall.objects.filter(run=run, provider="openai", error_code="transient").count() == 6
+    assert_invariants(run)
+    tool = Message.objects.get(conversation=run.conversation, role="tool")
+    assert json.loads(tool.text)["versionId"] == "v1"
