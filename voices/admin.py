@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from django.contrib import admin, messages
+from django.utils import timezone
 
 from adstudio.admin_json import pretty_json
 from voices.models import Voice
@@ -35,10 +36,11 @@ class VoiceAdmin(admin.ModelAdmin):
 
     @admin.action(description="Approve selected voices (offer them to the model)")
     def approve(self, request, queryset):
-        count = queryset.exclude(approved=True).update(approved=True)
+        # updated_at changes the catalogue version, so cached search facets are refreshed.
+        count = queryset.exclude(approved=True).update(approved=True, updated_at=timezone.now())
         self.message_user(request, f"Approved {count} voice(s).", messages.SUCCESS)
 
     @admin.action(description="Unapprove selected voices (hide them from the model)")
     def unapprove(self, request, queryset):
-        count = queryset.exclude(approved=False).update(approved=False)
+        count = queryset.exclude(approved=False).update(approved=False, updated_at=timezone.now())
         self.message_user(request, f"Unapproved {count} voice(s).", messages.SUCCESS)

@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 from django.db import models
-from django.db.models import Q
+from django.db.models import F, Q
+from django.db.models.functions import Upper
 
 
 class Gender(models.TextChoices):
     MALE = "male", "Male"
     FEMALE = "female", "Female"
     NEUTRAL = "neutral", "Neutral"
+
+
+# The rows search may return; its partial indexes cover exactly these.
+SEARCHABLE = Q(approved=True, active=True)
 
 
 class Voice(models.Model):
@@ -51,14 +56,36 @@ class Voice(models.Model):
             # A voice without a language can never be found by search.
             models.CheckConstraint(condition=~Q(language=""), name="voice_language_not_empty"),
         ]
+        # Each serves one filter of voices.services.voice_queryset; search reads only
+        # approved, active rows, and (name, id) order lets "first 10 by name" stop after
+        # 10 rows. Style words use a full-text index that migration 0002 creates on
+        # PostgreSQL only. docs/voices.md has the query plans these were chosen for.
         indexes = [
-            # voice search: the only rows it ever reads are approved and active.
             models.Index(
-                fields=["language", "gender", "id"],
-                condition=Q(approved=True, active=True),
+                fields=["language", "name", "id"],
+                condition=SEARCHABLE,
+                name="voice_search_lang_name",
+            ),
+            models.Index(
+                fields=["language", "gender", "name", "id"],
+                condition=SEARCHABLE,
                 name="voice_search_lang_gender",
             ),
+            # accent= matches accent or locale case-insensitively (iexact is UPPER() = UPPER()).
+            # Not partial: PostgreSQL only keeps planner statistics for the expressions of
+            # full indexes, and without them it misjudges how many voices match.
+            models.Index(F("language"), Upper("accent"), name="voice_search_accent"),
+            models.Index(F("language"), Upper("locale"), name="voice_search_locale"),
+            # Zero-result facets: counting by these columns reads this index in order
+            # (an index-only GroupAggregate) instead of hashing rows fetched from the table.
+            models.Index(
+                fields=["language", "gender", "accent", "locale", "style", "use_case"],
+                condition=SEARCHABLE,
+                name="voice_search_facets",
+            ),
             models.Index(fields=["approved", "active"], name="voice_approved_active"),
+            # max(updated_at) is the catalogue version that keys the search facet caches.
+            models.Index(fields=["updated_at"], name="voice_updated_at"),
         ]
 
     def __str__(self) -> str:

@@ -1,0 +1,96 @@
+"""Shared set-up for benchmarks: a database of their own next to DATABASE_URL's, migrated,
+so a benchmark never touches the development or test data.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import platform
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "benchmarks" / "results"
+DEFAULT_DATABASE = "adstudio_bench"
+
+
+def bench_database_url(database: str = DEFAULT_DATABASE) -> str:
+    """DATABASE_URL with its database name replaced by ``database``."""
+    base = os.environ.get("DATABASE_URL", "")
+    if not base.startswith(("postgres://", "postgresql://")):
+        sys.exit(
+            "Set DATABASE_URL to a PostgreSQL server, e.g. "
+            "DATABASE_URL=postgres://postgres@127.0.0.1:5432/adstudio; the benchmark creates "
+            f"and uses a database named {database!r} on that server."
+        )
+    parts = urlsplit(base)
+    return urlunsplit(parts._replace(path=f"/{database}"))
+
+
+def create_database(url: str) -> None:
+    """CREATE DATABASE if it does not exist (connecting to the server's 'postgres' db)."""
+    import psycopg
+
+    parts = urlsplit(url)
+    name = parts.path.lstrip("/")
+    admin_url = urlunsplit(parts._replace(path="/postgres"))
+    with psycopg.connect(admin_url, autocommit=True) as conn:
+        exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [name]).fetchone()
+        if not exists:
+            conn.execute(f'CREATE DATABASE "{name}"')
+
+
+def setup_django(url: str) -> None:
+    """Point Django at ``url`` and migrate it."""
+    os.environ["DATABASE_URL"] = url
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "adstudio.settings")
+    sys.path.insert(0, str(ROOT))
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+
+    call_command("migrate", verbosity=0, skip_checks=True)
+
+
+def machine() -> dict[str, str | int]:
+    cpu = ""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW server_version")
+        postgres = f"PostgreSQL {cursor.fetchone()[0]}"
+    return {
+        "cores": os.cpu_count() or 0,
+        "cpu": cpu,
+        "python": platform.python_version(),
+        "postgres": postgres,
+        "date": datetime.now(UTC).isoformat(timespec="seconds"),
+    }
+
+
+def percentile(values: list[float], fraction: float) -> float:
+    """Nearest-rank percentile (no interpolation: every figure is a measured value)."""
+    ordered = sorted(values)
+    index = max(0, min(len(ordered) - 1, math.ceil(fraction * len(ordered)) - 1))
+    return ordered[index]
+
+
+def write_results(name: str, data: dict) -> Path:
+    import json
+
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    path = RESULTS / f"{name}-{stamp}.json"
+    path.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
+    return path

@@ -1,0 +1,305 @@
+"""search_voices and the selectors around it: filters, ranking, clamping, approved-only."""
+
+from __future__ import annotations
+
+import pytest
+
+from voices.languages import UnknownLanguage
+from voices.models import Voice
+from voices.services import (
+    InvalidSearch,
+    approved_voices_by_id,
+    catalogue_languages,
+    search_voices,
+    voice_facets,
+)
+
+pytestmark = pytest.mark.django_db
+
+
+def names(results: list[dict[str, str]]) -> list[str]:
+    return [r["name"] for r in results]
+
+
+def test_only_approved_active_voices_of_the_language(make_voice):
+    make_voice(name="Approved", language="th")
+    make_voice(name="Unapproved", language="th", approved=False)
+    make_voice(name="Inactive", language="th", active=False)
+    make_voice(name="English", language="en")
+
+    assert names(search_voices("th")) == ["Approved"]
+
+
+@pytest.mark.parametrize("language", ["th", "Thai", "THAI", "tha"])
+def test_language_is_normalised(make_voice, language):
+    make_voice(name="Somchai", language="th")
+    assert names(search_voices(language)) == ["Somchai"]
+
+
+def test_language_with_a_region_narrows_to_that_locale(make_voice):
+    make_voice(name="Brazil", language="pt", locale="pt-BR")
+    make_voice(name="Portugal", language="pt", locale="pt-PT")
+
+    assert names(search_voices("pt-BR")) == ["Brazil"]
+    assert names(search_voices("Portuguese")) == ["Brazil", "Portugal"]
+
+
+def test_unknown_language_raises_with_close_matches():
+    with pytest.raises(UnknownLanguage, match=r"Did you mean: th \(Thai\)"):
+        search_voices("thia")
+
+
+@pytest.mark.parametrize("language", ["", "  ", None])
+def test_language_is_required(language):
+    with pytest.raises(InvalidSearch) as caught:
+        search_voices(language)
+    assert caught.value.field == "language"
+
+
+def test_gender_filter(make_voice):
+    make_voice(name="Her", gender="female")
+    make_voice(name="Him", gender="male")
+    make_voice(name="Them", gender="neutral")
+
+    assert names(search_voices("en", gender="male")) == ["Him"]
+    assert names(search_voices("en", gender="Female")) == ["Her"]
+    assert names(search_voices("en", gender="neutral")) == ["Them"]
+    assert names(search_voices("en", gender="")) == ["Her", "Him", "Them"]
+
+
+def test_unknown_gender_is_refused_naming_the_field():
+    with pytest.raises(InvalidSearch, match="Unknown gender 'robot': use one of male") as caught:
+        search_voices("en", gender="robot")
+    assert caught.value.field == "gender"
+
+
+def test_accent_matches_accent_or_locale_case_insensitively(make_voice):
+    make_voice(name="Brit", accent="British", locale="en-GB")
+    make_voice(name="Scot", accent="scottish", locale="en-GB")
+    make_voice(name="Yank", accent="american", locale="en-US")
+    make_voice(name="Southern", accent="Southern American", locale="en-US")
+
+    assert names(search_voices("en", accent="british")) == ["Brit"]
+    assert names(search_voices("en", accent="BRITISH")) == ["Brit"]
+    assert names(search_voices("en", accent="en-GB")) == ["Brit", "Scot"]
+    assert names(search_voices("en", accent="en_gb")) == ["Brit", "Scot"]
+    assert names(search_voices("en", accent="GB")) == ["Brit", "Scot"]
+    assert names(search_voices("en", accent="southern_american")) == ["Southern"]
+    assert names(search_voices("en", accent="brit")) == []  # whole values, not substrings
+    assert names(search_voices("en", accent="brit\x00ish")) == ["Brit"]  # NUL: dropped
+
+
+def test_style_matches_style_use_case_and_description_words(make_voice):
+    make_voice(name="A Style", style="Warm")
+    make_voice(name="B Use", use_case="warm")
+    make_voice(name="C Described", description="A warm, friendly read.")
+    make_voice(name="D Warmth", description="Full of warmth.")  # a different word
+    make_voice(name="E Other", style="energetic", description="Bright.")
+
+    assert names(search_voices("en", style="WARM")) == ["A Style", "B Use", "C Described"]
+
+
+def test_exact_style_or_use_case_ranks_before_partial_matches(make_voice):
+    make_voice(name="Aaron", description="Calm and warm.")
+    make_voice(name="Bella", style="warm and calm")
+    make_voice(name="Chris", style="warm")
+    make_voice(name="Dora", use_case="Warm")
+    make_voice(name="Ed", style="calm", description="warm")
+
+    # Exact first (Chris, Dora), then the partial matches; each group by name.
+    assert names(search_voices("en", style="warm")) == ["Chris", "Dora", "Aaron", "Bella", "Ed"]
+
+
+def test_every_word_of_a_multi_word_style_must_match(make_voice):
+    make_voice(name="Described", description="Upbeat clips for social media.")
+    make_voice(name="Exact", use_case="social media")
+    make_voice(name="One", style="social")
+
+    assert names(search_voices("en", style="upbeat social")) == ["Described"]
+    assert names(search_voices("en", style="social-media")) == ["Exact", "Described"]
+    assert names(search_voices("en", style="Social  Media")) == ["Exact", "Described"]
+
+
+def test_style_without_words_is_ignored(make_voice):
+    make_voice(name="Any")
+    assert names(search_voices("en", style=" !! ")) == ["Any"]
+
+
+def test_filters_combine(make_voice):
+    make_voice(name="Match", gender="female", accent="british", style="warm")
+    make_voice(name="Wrong gender", gender="male", accent="british", style="warm")
+    make_voice(name="Wrong accent", gender="female", accent="american", style="warm")
+    make_voice(name="Wrong style", gender="female", accent="british", style="calm")
+
+    results = search_voices("English", gender="female", accent="British", style="warm")
+
+    assert names(results) == ["Match"]
+
+
+def test_ties_are_broken_by_name_then_id_so_results_are_stable(make_voice):
+    first = make_voice(name="Same", provider_voice_id="x")
+    second = make_voice(name="Same", provider_voice_id="y")
+    make_voice(name="Alpha")
+
+    results = search_voices("en")
+
+    assert [r["id"] for r in results] == [
+        str(Voice.objects.get(name="Alpha").pk),
+        str(first.pk),
+        str(second.pk),
+    ]
+    assert all(search_voices("en") == results for _ in range(3))
+
+
+@pytest.mark.parametrize(
+    ("count", "expected"),
+    [(None, 10), (0, 1), (-5, 1), (1, 1), (3, 3), (50, 50), (51, 50), (10_000, 50), ("7", 7)],
+)
+def test_count_is_clamped(make_voice, count, expected):
+    for number in range(60):
+        make_voice(name=f"V{number:02d}")
+    results = search_voices("en") if count is None else search_voices("en", count=count)
+    assert len(results) == expected
+
+
+def test_results_are_compact_records(make_voice):
+    voice = make_voice(
+        name="Somchai",
+        language="th",
+        locale="th-TH",
+        accent="central",
+        gender="male",
+        age="young",
+        style="warm",
+        use_case="ads",
+        description="Long text the model does not need in a list.",
+        provider="elevenlabs",
+    )
+    bare = make_voice(name="Bare", language="th", provider="acme")
+
+    second, first = search_voices("th")  # by name: Bare, Somchai
+
+    assert first == {
+        "id": str(voice.pk),
+        "name": "Somchai",
+        "language": "th",
+        "locale": "th-TH",
+        "accent": "central",
+        "gender": "male",
+        "age": "young",
+        "style": "warm",
+        "provider": "elevenlabs",
+    }
+    # Empty fields are left out: fewer tokens in the tool result.
+    assert second == {
+        "id": str(bare.pk),
+        "name": "Bare",
+        "language": "th",
+        "gender": "female",
+        "provider": "acme",
+    }
+
+
+def test_one_query_per_search(make_voice, django_assert_num_queries):
+    make_voice(style="warm", accent="british")
+    with django_assert_num_queries(1):
+        search_voices("English", gender="female", accent="british", style="warm", count=5)
+
+
+def test_style_words_use_the_full_text_index(make_voice):
+    """The query's document must be the indexed expression (migration 0002), or every
+    style search scans the language's rows."""
+    from django.db import connection
+
+    from voices.services import _WordsMatch
+
+    make_voice(style="warm")
+    with connection.cursor() as cursor:
+        cursor.execute("SET LOCAL enable_seqscan = off")
+    plan = Voice.objects.filter(_WordsMatch("warm")).explain()
+
+    assert "Bitmap Index Scan on voice_search_words" in plan
+
+
+# --- facets and languages ----------------------------------------------------------------
+
+
+def test_facets_count_what_exists_for_the_language(make_voice):
+    make_voice(language="th", gender="female", accent="Central", locale="th-TH", style="warm")
+    make_voice(language="th", gender="female", accent="central", locale="th-TH", use_case="ads")
+    make_voice(language="th", gender="male", accent="isan", style="warm", use_case="warm")
+    make_voice(language="th", gender="male", approved=False, accent="hidden", style="secret")
+    make_voice(language="en", gender="neutral", accent="british", style="calm")
+
+    facets = voice_facets("Thai")
+
+    assert facets == {
+        "genders": {"female": 2, "male": 1},
+        "accents": {"central": 2, "isan": 1},
+        "locales": {"th-TH": 2},
+        "styles": {"warm": 2, "ads": 1},
+    }
+
+
+def test_facets_follow_catalogue_changes(make_voice, django_assert_max_num_queries):
+    voice = make_voice(language="th", gender="female")
+    assert voice_facets("th")["genders"] == {"female": 1}
+
+    with django_assert_max_num_queries(1):  # cached: only the catalogue version is read
+        assert voice_facets("th")["genders"] == {"female": 1}
+
+    make_voice(language="th", gender="male")
+    assert voice_facets("th")["genders"] == {"female": 1, "male": 1}
+
+    voice.approved = False
+    voice.save()
+    assert voice_facets("th")["genders"] == {"male": 1}
+
+
+def test_facets_of_a_language_without_voices_are_empty(make_voice):
+    make_voice(language="en")
+    assert voice_facets("sw") == {"genders": {}, "accents": {}, "locales": {}, "styles": {}}
+
+
+def test_catalogue_languages_counts_searchable_voices(make_voice):
+    make_voice(language="th")
+    make_voice(language="en")
+    make_voice(language="en")
+    make_voice(language="de", approved=False)
+    make_voice(language="fr", active=False)
+
+    assert list(catalogue_languages().items()) == [("en", 2), ("th", 1)]
+
+
+# --- approved_voices_by_id -----------------------------------------------------------------
+
+
+def test_approved_voices_by_id(make_voice, django_assert_num_queries):
+    approved = make_voice()
+    unapproved = make_voice(approved=False)
+    inactive = make_voice(active=False)
+    ids = [
+        str(approved.pk),
+        str(unapproved.pk),
+        str(inactive.pk),
+        "not-a-number",
+        "12.5",
+        "-3",
+        "99999999999999999999999",  # past bigint: ignored, not a database error
+        "",
+    ]
+
+    with django_assert_num_queries(1):
+        found = approved_voices_by_id(ids)
+
+    assert found == {str(approved.pk): approved}
+
+
+def test_approved_voices_by_id_keys_by_the_id_as_given(make_voice, django_assert_num_queries):
+    voice = make_voice()
+    with django_assert_num_queries(0):
+        assert approved_voices_by_id(["abc", "x1"]) == {}
+    assert approved_voices_by_id([f" {voice.pk}", str(voice.pk)]) == {
+        f" {voice.pk}": voice,
+        str(voice.pk): voice,
+    }

@@ -1,0 +1,566 @@
+"""The catalogue's services: searching approved voices (what the model and the API see),
+looking voices up by id, and importing a provider's catalogue file.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from django.core.cache import cache
+from django.db import connection, transaction
+from django.db.models import (
+    BooleanField,
+    Case,
+    Count,
+    F,
+    Func,
+    IntegerField,
+    Max,
+    Q,
+    QuerySet,
+    Value,
+    When,
+)
+from django.utils import timezone
+
+from voices.importing import (
+    CatalogueFileError,
+    CatalogueFormat,
+    CatalogueReader,
+    RowError,
+    RowValidator,
+    VoiceRow,
+    open_catalogue,
+)
+from voices.languages import Language, normalise_language
+from voices.models import SEARCHABLE, Gender, Voice
+
+MAX_COUNT = 50
+DEFAULT_COUNT = 10
+# A safety net only: cache keys carry the catalogue version, so writes invalidate them.
+FACETS_CACHE_SECONDS = 300
+# The fields of a compact search result, in the order they are sent to the model.
+_COMPACT_FIELDS = ("id", "name", "language", "locale", "accent", "gender", "age", "style")
+_WORD = re.compile(r"[^\W_]+")
+_MAX_STYLE_WORDS = 6
+_MAX_PK = 2**63 - 1
+
+
+# --- search ----------------------------------------------------------------------------
+
+
+class InvalidSearch(ValueError):
+    """A search argument the caller must fix; ``field`` names it."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(message)
+        self.field = field
+
+
+@dataclass(frozen=True)
+class VoiceQuery:
+    """A validated search: what ``search_voices`` and the API filter and rank by."""
+
+    language: Language
+    gender: str | None = None
+    accent: str | None = None
+    style_words: tuple[str, ...] = ()
+
+    @property
+    def style(self) -> str:
+        return " ".join(self.style_words)
+
+
+def clamp_count(count: Any, default: int = DEFAULT_COUNT) -> int:
+    """1..50: an out-of-range count is a model's or client's slip, not worth a refusal."""
+    try:
+        value = int(count)
+    except (TypeError, ValueError):
+        return default
+    return max(1, min(MAX_COUNT, value))
+
+
+def voice_query(
+    *,
+    language: str,
+    gender: str | None = None,
+    accent: str | None = None,
+    style: str | None = None,
+) -> VoiceQuery:
+    """Validate and normalise search arguments; raises ``UnknownLanguage`` (language) or
+    ``InvalidSearch`` naming the field."""
+    if language is None or not str(language).strip():
+        raise InvalidSearch("language", "language is required, e.g. 'th', 'Thai' or 'pt-BR'.")
+    parsed = normalise_language(str(language))
+    gender_value = None
+    if gender is not None and str(gender).strip():
+        gender_value = str(gender).strip().lower()
+        if gender_value not in Gender.values:
+            raise InvalidSearch(
+                "gender",
+                f"Unknown gender {gender!r}: use one of {', '.join(Gender.values)}.",
+            )
+    # NUL never reaches PostgreSQL (it refuses it in text); "_" and spaces fold like labels.
+    accent_value = " ".join(str(accent or "").replace("\x00", "").replace("_", " ").lower().split())
+    words = tuple(_WORD.findall(str(style).lower()))[:_MAX_STYLE_WORDS] if style else ()
+    return VoiceQuery(parsed, gender_value, accent_value or None, words)
+
+
+class _WordsMatch(Func):
+    """PostgreSQL: every query word is a word of the voice's style, use case or description.
+
+    The document expression is the one indexed by ``voice_search_words`` (migration 0002);
+    keep them identical or the planner falls back to scanning the language's rows.
+    """
+
+    output_field = BooleanField()
+
+    def __init__(self, phrase: str) -> None:
+        super().__init__(F("style"), F("use_case"), F("description"), Value(phrase))
+
+    def as_sql(self, compiler, connection, **extra_context):
+        parts, params = [], []
+        for expression in self.get_source_expressions():
+            sql, sql_params = compiler.compile(expression)
+            parts.append(sql)
+            params.extend(sql_params)
+        document = " || ' ' || ".join(parts[:3])
+        sql = (
+            f"to_tsvector('simple'::regconfig, {document}) "
+            f"@@ plainto_tsquery('simple'::regconfig, {parts[3]})"
+        )
+        return sql, params
+
+
+def _words_match(words: tuple[str, ...]) -> Q | _WordsMatch:
+    if connection.vendor == "postgresql":
+        return _WordsMatch(" ".join(words))
+    # Elsewhere (SQLite, the embedded default) a whole-word regex per word and column.
+    condition = Q()
+    for word in words:
+        pattern = rf"\b{re.escape(word)}\b"
+        condition &= (
+            Q(style__iregex=pattern) | Q(use_case__iregex=pattern) | Q(description__iregex=pattern)
+        )
+    return condition
+
+
+def _accent_match(query: VoiceQuery) -> Q:
+    """Accent equal to the accent asked for, or locale equal to it ('en-GB', 'en_gb'), or
+    a region code of the language ('BR' with pt means pt-BR)."""
+    accent = query.accent or ""
+    locales = {accent.replace(" ", "-")}
+    if re.fullmatch(r"[a-z]{2}|\d{3}", accent):
+        locales.add(f"{query.language.code}-{accent}")
+    condition = Q(accent__iexact=accent)
+    for locale in sorted(locales):
+        condition |= Q(locale__iexact=locale)
+    return condition
+
+
+def voice_queryset(query: VoiceQuery) -> QuerySet[Voice]:
+    """Approved, active voices matching ``query``, best first, in a stable order.
+
+    With a style: voices whose style or use case equals it come first, then the other
+    matches (its words in style, use case or description); ties by name, then id.
+    """
+    qs = Voice.objects.filter(SEARCHABLE, language=query.language.code)
+    if query.language.locale:
+        qs = qs.filter(locale__iexact=query.language.locale)
+    if query.gender:
+        qs = qs.filter(gender=query.gender)
+    if query.accent:
+        qs = qs.filter(_accent_match(query))
+    if not query.style_words:
+        return qs.order_by("name", "id")
+    exact = Q(style__iexact=query.style) | Q(use_case__iexact=query.style)
+    rank = Case(When(exact, then=Value(0)), default=Value(1), output_field=IntegerField())
+    return (
+        qs.filter(_words_match(query.style_words)).alias(rank=rank).order_by("rank", "name", "id")
+    )
+
+
+def compact_voice(values: dict[str, Any]) -> dict[str, str]:
+    """The few tokens the model needs per voice: empty fields are left out."""
+    record = {"id": str(values["id"])}
+    for name in _COMPACT_FIELDS[1:]:
+        if values[name]:
+            record[name] = values[name]
+    record["provider"] = values["provider"]
+    return record
+
+
+def search_voices(
+    language: str,
+    gender: str | None = None,
+    accent: str | None = None,
+    style: str | None = None,
+    count: int = DEFAULT_COUNT,
+) -> list[dict[str, str]]:
+    """Up to ``count`` (clamped to 1..50) approved, active voices as compact records.
+
+    One query. Raises ``UnknownLanguage`` or ``InvalidSearch``; an empty list means no
+    voice matched (``voice_facets`` says what the language does have).
+    """
+    query = voice_query(language=language, gender=gender, accent=accent, style=style)
+    rows = voice_queryset(query).values(*_COMPACT_FIELDS, "provider")[: clamp_count(count)]
+    return [compact_voice(row) for row in rows]
+
+
+def _top(counter: Counter[str], limit: int) -> dict[str, int]:
+    ranked = sorted(counter.items(), key=lambda item: (-item[1], item[0]))
+    return dict(ranked[:limit])
+
+
+def catalogue_version() -> str:
+    """Changes whenever a voice is written (every write path sets ``updated_at``).
+
+    One index-only lookup; it keys the facet caches so they never outlive a change.
+    """
+    stamp = Voice.objects.aggregate(stamp=Max("updated_at"))["stamp"]
+    return stamp.isoformat() if stamp else "empty"
+
+
+def _cached(key: str, compute: Callable[[], Any]) -> Any:
+    key = f"voices:{key}:{catalogue_version()}"
+    value = cache.get(key)
+    if value is None:
+        value = compute()
+        cache.set(key, value, FACETS_CACHE_SECONDS)
+    return value
+
+
+def voice_facets(language: str | Language, *, limit: int = 15) -> dict[str, dict[str, int]]:
+    """What approved, active voices of ``language`` exist: counts of genders, accents,
+    locales and styles (style and use-case values, which the ``style`` filter matches).
+
+    Aggregating a big language (25,000 English voices) takes ~14 ms, so results are
+    cached per catalogue version: one cheap query when cached, two otherwise. All
+    counts are empty when the catalogue has no voice in that language.
+    """
+    code = language.code if isinstance(language, Language) else normalise_language(language).code
+    return _cached(f"facets:{code}:{limit}", lambda: _compute_facets(code, limit))
+
+
+def _compute_facets(code: str, limit: int) -> dict[str, dict[str, int]]:
+    rows = (
+        Voice.objects.filter(SEARCHABLE, language=code)
+        .values_list("gender", "accent", "locale", "style", "use_case")
+        .annotate(n=Count("*"))  # not Count("id"): the facets index has every column read
+        .order_by()
+    )
+    facets: dict[str, Counter[str]] = {
+        "genders": Counter(),
+        "accents": Counter(),
+        "locales": Counter(),
+        "styles": Counter(),
+    }
+    for gender, accent, locale, style, use_case, n in rows:
+        facets["genders"][gender] += n
+        if accent:
+            facets["accents"][accent.lower()] += n
+        if locale:
+            facets["locales"][locale] += n
+        for label in {style.lower(), use_case.lower()} - {""}:
+            facets["styles"][label] += n
+    return {key: _top(counter, limit) for key, counter in facets.items()}
+
+
+def catalogue_languages() -> dict[str, int]:
+    """Languages with approved, active voices, and how many each (most first); cached
+    like the facets."""
+
+    def compute() -> dict[str, int]:
+        rows = (
+            Voice.objects.filter(SEARCHABLE)
+            .values("language")
+            .annotate(n=Count("id"))
+            .order_by("-n", "language")
+        )
+        return {row["language"]: row["n"] for row in rows}
+
+    return _cached("languages", compute)
+
+
+def approved_voices_by_id(ids: Iterable[str]) -> dict[str, Voice]:
+    """The approved, active voices among ``ids``, keyed by the id as given.
+
+    Ids that are not integers (or out of range) are ignored rather than raising, so a
+    model's made-up id is reported as unknown by the caller, never as a crash.
+    """
+    wanted: dict[int, list[str]] = {}
+    for raw in ids:
+        text = str(raw).strip()
+        if text.isascii() and text.isdigit() and 0 < int(text) <= _MAX_PK:
+            wanted.setdefault(int(text), []).append(str(raw))
+    if not wanted:
+        return {}
+    found: dict[str, Voice] = {}
+    for voice in Voice.objects.filter(pk__in=wanted, approved=True, active=True):
+        for given in wanted[voice.pk]:
+            found[given] = voice
+    return found
+
+
+# --- import ----------------------------------------------------------------------------
+
+# Fields an import writes; ``approved`` only when --approve (an import never unapproves).
+_CONTENT_FIELDS = (
+    "name",
+    "language",
+    "locale",
+    "accent",
+    "gender",
+    "age",
+    "style",
+    "use_case",
+    "description",
+    "preview_url",
+    "metadata",
+)
+_MAX_REPORTED_ERRORS = 50
+_DEACTIVATE_CHUNK = 5000
+_FORMAT_PROVIDERS = {CatalogueFormat.ELEVENLABS: "elevenlabs"}
+
+ProgressCallback = Callable[[float, int], None]
+
+
+class ImportFailed(Exception):
+    """Nothing was written; ``report.errors`` (or the message) say what to fix."""
+
+    def __init__(self, message: str, report: ImportReport | None = None) -> None:
+        super().__init__(message)
+        self.report = report
+
+
+@dataclass
+class ImportReport:
+    path: str
+    format: str
+    dry_run: bool = False
+    created: int = 0
+    updated: int = 0
+    unchanged: int = 0
+    skipped: int = 0
+    deactivated: int | None = None  # None unless --deactivate-missing
+    errors: list[RowError] = field(default_factory=list)  # the first few rejected rows
+    error_count: int = 0
+
+    @property
+    def rows(self) -> int:
+        return self.created + self.updated + self.unchanged + self.skipped
+
+    def summary(self) -> str:
+        parts = [
+            f"{self.created} created",
+            f"{self.updated} updated",
+            f"{self.unchanged} unchanged",
+            f"{self.skipped} skipped (invalid)",
+        ]
+        if self.deactivated is not None:
+            parts.append(f"{self.deactivated} deactivated")
+        return ", ".join(parts)
+
+    def error_lines(self) -> list[str]:
+        lines = [str(error) for error in self.errors]
+        if self.error_count > len(self.errors):
+            lines.append(f"... and {self.error_count - len(self.errors)} more")
+        return lines
+
+
+class _Importer:
+    """One import run: validates records, upserts them in batches, counts outcomes."""
+
+    def __init__(
+        self,
+        *,
+        report: ImportReport,
+        validator: RowValidator,
+        approve: bool,
+        dry_run: bool,
+        skip_invalid: bool,
+        batch_size: int,
+    ) -> None:
+        self.report = report
+        self.validator = validator
+        self.approve = approve
+        self.dry_run = dry_run
+        self.skip_invalid = skip_invalid
+        self.batch_size = batch_size
+        self.seen: dict[tuple[str, str], Any] = {}
+        self.batch: list[VoiceRow] = []
+        self.failed = False
+        self.update_fields = [*_CONTENT_FIELDS, "active", "updated_at"]
+        if approve:
+            self.update_fields.append("approved")
+
+    def reject(self, errors: list[RowError]) -> None:
+        self.report.skipped += 1
+        self.report.error_count += len(errors)
+        room = _MAX_REPORTED_ERRORS - len(self.report.errors)
+        self.report.errors.extend(errors[: max(room, 0)])
+        if not self.skip_invalid:
+            self.failed = True  # keep validating to report every bad row; write nothing more
+
+    def add(self, record) -> None:
+        result = self.validator.validate(record)
+        errors = list(result.errors)
+        if result.key is not None:
+            first = self.seen.get(result.key)
+            if first is not None:
+                errors.append(
+                    RowError(
+                        record.position,
+                        record.source_names.get("provider_voice_id", "provider_voice_id"),
+                        f"duplicate of {first}: {result.key[1]!r} appears twice in the file",
+                    )
+                )
+            else:
+                # Invalid rows count as present: --deactivate-missing leaves them alone.
+                self.seen[result.key] = record.position
+        if errors:
+            self.reject(errors)
+            return
+        assert result.row is not None
+        if self.failed:
+            return
+        self.batch.append(result.row)
+        if len(self.batch) >= self.batch_size:
+            self.flush()
+
+    def flush(self) -> None:
+        batch, self.batch = self.batch, []
+        if not batch or self.failed:
+            return
+        by_provider: dict[str, list[str]] = {}
+        for row in batch:
+            by_provider.setdefault(row.values["provider"], []).append(
+                row.values["provider_voice_id"]
+            )
+        condition = Q()
+        for provider, ids in by_provider.items():
+            condition |= Q(provider=provider, provider_voice_id__in=ids)
+        existing = {
+            (v["provider"], v["provider_voice_id"]): v
+            for v in Voice.objects.filter(condition).values(
+                "provider", "provider_voice_id", "approved", "active", *_CONTENT_FIELDS
+            )
+        }
+        writes: list[Voice] = []
+        for row in batch:
+            current = existing.get(row.key)
+            if current is None:
+                self.report.created += 1
+                writes.append(Voice(**row.values, approved=self.approve, active=True))
+                continue
+            changed = (
+                not current["active"]
+                or (self.approve and not current["approved"])
+                or any(current[name] != row.values[name] for name in _CONTENT_FIELDS)
+            )
+            if not changed:
+                self.report.unchanged += 1
+                continue
+            self.report.updated += 1
+            writes.append(
+                Voice(**row.values, approved=current["approved"] or self.approve, active=True)
+            )
+        if writes and not self.dry_run:
+            Voice.objects.bulk_create(
+                writes,
+                update_conflicts=True,
+                unique_fields=["provider", "provider_voice_id"],
+                update_fields=self.update_fields,
+            )
+
+    def deactivate_missing(self, providers: set[str]) -> int:
+        """Mark voices of ``providers`` that the file no longer lists as inactive."""
+        missing: list[int] = []
+        for provider in sorted(providers):
+            rows = Voice.objects.filter(provider=provider, active=True).values_list(
+                "pk", "provider_voice_id"
+            )
+            missing.extend(pk for pk, vid in rows.iterator() if (provider, vid) not in self.seen)
+        if not self.dry_run:
+            for start in range(0, len(missing), _DEACTIVATE_CHUNK):
+                chunk = missing[start : start + _DEACTIVATE_CHUNK]
+                Voice.objects.filter(pk__in=chunk).update(active=False, updated_at=timezone.now())
+        return len(missing)
+
+
+def voice_import(
+    *,
+    path: str | Path,
+    file_format: str | None = None,
+    provider: str | None = None,
+    default_language: str | None = None,
+    approve: bool = False,
+    dry_run: bool = False,
+    skip_invalid: bool = False,
+    deactivate_missing: bool = False,
+    batch_size: int = 1000,
+    progress: ProgressCallback | None = None,
+) -> ImportReport:
+    """Upsert a catalogue file's voices on (provider, provider_voice_id), in one transaction.
+
+    Idempotent: a second run of the same file changes nothing and counts every row
+    unchanged. New voices arrive unapproved unless ``approve``; an existing approval is
+    never removed. Any invalid row fails the whole import (``ImportFailed``, nothing
+    written) unless ``skip_invalid``. ``dry_run`` validates and counts without writing.
+    """
+    reader = _open(path, file_format)
+    report = ImportReport(path=str(path), format=reader.format.value, dry_run=dry_run)
+    validator = RowValidator(
+        provider=provider,
+        default_provider=_FORMAT_PROVIDERS.get(reader.format, ""),
+        default_language=default_language,
+    )
+    importer = _Importer(
+        report=report,
+        validator=validator,
+        approve=approve,
+        dry_run=dry_run,
+        skip_invalid=skip_invalid,
+        batch_size=max(1, batch_size),
+    )
+    with transaction.atomic():
+        try:
+            for number, record in enumerate(reader.records(), start=1):
+                importer.add(record)
+                if progress is not None and number % 1000 == 0:
+                    progress(reader.fraction_done(), number)
+        except CatalogueFileError as exc:
+            raise ImportFailed(str(exc)) from None  # the file's fault, not its rows
+        importer.flush()
+        if importer.failed:
+            raise ImportFailed(
+                f"{report.error_count} problem(s) in {report.skipped} row(s) of {path}; "
+                "nothing was imported. Fix them, or pass --skip-invalid to import the "
+                "valid rows.",
+                report,
+            )
+        if progress is not None:
+            progress(1.0, report.rows)
+        if deactivate_missing:
+            providers = {key[0] for key in importer.seen}
+            if validator.provider:
+                providers.add(validator.provider)
+            if not importer.seen:
+                raise ImportFailed(
+                    f"{path} lists no voices: refusing --deactivate-missing, which would "
+                    f"deactivate every voice of {', '.join(sorted(providers)) or 'the provider'}."
+                )
+            report.deactivated = importer.deactivate_missing(providers)
+    return report
+
+
+def _open(path: str | Path, file_format: str | None) -> CatalogueReader:
+    try:
+        return open_catalogue(path, file_format)
+    except CatalogueFileError as exc:
+        raise ImportFailed(str(exc)) from None

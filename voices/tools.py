@@ -1,0 +1,142 @@
+"""The ``search_voices`` tool: how the model finds voices in the catalogue, which it never
+sees whole. A miss comes back with what does exist, so the model can fix its query in one
+step.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from adstudio.tools import Tool, ToolContext, ToolError
+from voices.languages import UnknownLanguage, language_name, normalise_language
+from voices.services import (
+    DEFAULT_COUNT,
+    MAX_COUNT,
+    InvalidSearch,
+    catalogue_languages,
+    clamp_count,
+    search_voices,
+    voice_facets,
+)
+
+
+def _provider_friendly(schema: dict[str, Any]) -> None:
+    """Optional fields as plain types (no ``anyOf`` with null) and no titles: fewer tokens,
+    and a shape every provider's schema subset accepts."""
+    schema.pop("title", None)
+    for prop in schema.get("properties", {}).values():
+        prop.pop("title", None)
+        variants = prop.pop("anyOf", None)
+        if variants:
+            prop.update(next(v for v in variants if v.get("type") != "null"))
+        if prop.get("default", "") is None:
+            del prop["default"]
+
+
+class SearchVoicesArgs(BaseModel):
+    model_config = ConfigDict(extra="forbid", json_schema_extra=_provider_friendly)
+
+    language: str = Field(
+        description="Language of the ad: ISO code or English name, e.g. 'th', 'Thai', "
+        "'pt-BR' (a region narrows to voices of that locale)."
+    )
+    gender: Literal["male", "female"] | None = Field(default=None, description="Omit for any.")
+    accent: str | None = Field(
+        default=None,
+        description="Accent or locale, e.g. 'british', 'mexican', 'en-AU'. Omit for any.",
+    )
+    style: str | None = Field(
+        default=None,
+        description="Tone or use, e.g. 'warm', 'energetic', 'advertisement', 'news'. Omit for any.",
+    )
+    count: int = Field(
+        default=DEFAULT_COUNT, description=f"How many voices to return, 1-{MAX_COUNT}."
+    )
+
+    @field_validator("gender", mode="before")
+    @classmethod
+    def _gender(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            value = value.strip().lower()
+            return value or None
+        return value
+
+    @field_validator("accent", "style", mode="before")
+    @classmethod
+    def _blank_is_none(cls, value: Any) -> Any:
+        return value.strip() or None if isinstance(value, str) else value
+
+    @field_validator("count", mode="before")
+    @classmethod
+    def _clamp(cls, value: Any) -> Any:
+        if value is None:
+            return DEFAULT_COUNT
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return clamp_count(value)
+        if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+            return clamp_count(value)
+        return value
+
+
+def _filters(args: SearchVoicesArgs) -> str:
+    given = {"gender": args.gender, "accent": args.accent, "style": args.style}
+    parts = [f"{name}={value!r}" for name, value in given.items() if value]
+    return ", ".join(parts)
+
+
+def search_voices_handler(ctx: ToolContext, args: SearchVoicesArgs) -> dict[str, Any]:
+    """Approved voices matching the arguments; ``ToolError`` with what exists otherwise."""
+    try:
+        voices = search_voices(
+            language=args.language,
+            gender=args.gender,
+            accent=args.accent,
+            style=args.style,
+            count=args.count,
+        )
+    except UnknownLanguage as exc:
+        raise ToolError(
+            str(exc),
+            "Call search_voices again with one of the available languages.",
+            available={"languages": catalogue_languages()},
+        ) from None
+    except InvalidSearch as exc:
+        raise ToolError(str(exc), f"Fix {exc.field} and search again.") from None
+    if voices:
+        return {"voices": voices, "count": len(voices)}
+
+    language = normalise_language(args.language)
+    facets = voice_facets(language)
+    if not facets["genders"]:
+        raise ToolError(
+            f"The catalogue has no approved voices in {language_name(language.code)} "
+            f"({language.code}).",
+            "Tell the user this language is not available yet, or pick one of the "
+            "available languages.",
+            available={"languages": catalogue_languages()},
+        )
+    where = f"{language_name(language.code)} ({language.locale or language.code})"
+    raise ToolError(
+        f"No approved {where} voice matches {_filters(args) or 'this search'}.",
+        "Drop or change the filter that excludes everything; 'available' lists what this "
+        "language has (value: number of voices).",
+        available=facets,
+    )
+
+
+SEARCH_VOICES = Tool(
+    name="search_voices",
+    description=(
+        "Search the voice catalogue for approved voices to cast. Always search before "
+        "writing a voices draft, and only use ids returned here: each result's id goes "
+        "into create_voice_draft's voiceId. Pass the ad's language (required); narrow "
+        "with gender, accent and style only when the brief asks for them. Results come "
+        "best match first. When nothing matches you get an error listing the genders, "
+        "accents and styles that do exist for the language (or the available languages): "
+        "search again with one of those."
+    ),
+    args_model=SearchVoicesArgs,
+    handler=search_voices_handler,
+)
