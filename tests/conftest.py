@@ -13,7 +13,10 @@ import socket
 import pytest
 from django.conf import settings
 
-pytest_plugins = ["tests.fakes.fixtures"]  # fake_openai, fake_providers
+pytest_plugins = [
+    "tests.fakes.fixtures",  # fake_openai, fake_providers
+    "tests.support.fixtures",  # broker, worker
+]
 _LOOPBACK_NAMES = {"localhost", "localhost.localdomain"}
 
 

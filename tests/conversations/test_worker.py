@@ -8,58 +8,13 @@ import time
 import pytest
 from django.db.models import Count
 
-from adstudio.celery import app as celery_app
 from conversations.models import Conversation, Message, ModelCall, Run, RunEvent
 from conversations.services import send_message, start_generation
 from drafts.models import Draft
-from tests.fakes.server import TEST_API_KEY, call, turn
-from tests.support.worker import REDIS_URL, WorkerProcess, database_url, flush_broker
+from tests.fakes.server import call, turn
+from tests.support.fixtures import STALE_AFTER
 
 pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
-
-STALE_AFTER = 3.0
-
-
-@pytest.fixture
-def broker(settings):
-    """This process enqueues to Redis instead of running tasks in-process."""
-    flush_broker()
-    saved = {k: celery_app.conf[k] for k in ("task_always_eager", "broker_url")}
-    celery_app.conf.update(task_always_eager=False, broker_url=REDIS_URL)
-    _forget_connections()
-    settings.CELERY_TASK_ALWAYS_EAGER = False
-    yield
-    celery_app.conf.update(saved)
-    _forget_connections()
-    flush_broker()
-
-
-def _forget_connections() -> None:
-    """Celery caches its connection and producer pools per app: after the broker URL
-    changes, the next publish must build them anew from it."""
-    celery_app._pool = None
-    celery_app.amqp._producer_pool = None
-
-
-@pytest.fixture
-def worker(broker, fake_openai, tmp_path):
-    process = WorkerProcess(
-        log_dir=tmp_path,
-        env={
-            "DATABASE_URL": database_url(),
-            "CELERY_BROKER_URL": REDIS_URL,
-            "OPENAI_API_KEY": TEST_API_KEY,
-            "OPENAI_BASE_URL": fake_openai.base_url,
-            "ADSTUDIO_OPENAI_MODEL": "fake-openai",
-            "ADSTUDIO_PROVIDER_FALLBACKS": "",
-            "ADSTUDIO_PROVIDER_BACKOFF_BASE": "0.01",
-            "ADSTUDIO_HEARTBEAT_INTERVAL": "0.5",
-            "ADSTUDIO_RUN_STALE_AFTER": str(STALE_AFTER),
-        },
-    )
-    process.start()
-    yield process
-    process.stop()
 
 
 def wait_for(predicate, timeout: float = 30.0, what: str = "condition"):
