@@ -207,6 +207,21 @@ ADSTUDIO_MODEL_PRICES = {
     "qwen-plus": {"input": 0.40, "cached_input": 0.16, "output": 1.20},
     "kimi-k2-0905-preview": {"input": 0.60, "cached_input": 0.15, "output": 2.50},
     "moonshot-v1-32k": {"input": 1.00, "cached_input": 1.00, "output": 3.00},
+    # Anthropic bills cache reads at 0.1x and 5-minute cache writes at 1.25x the input price.
+    "claude-sonnet-4-6": {
+        "input": 3.00,
+        "cached_input": 0.30,
+        "cache_write": 3.75,
+        "output": 15.00,
+    },
+    "claude-sonnet-4-5": {
+        "input": 3.00,
+        "cached_input": 0.30,
+        "cache_write": 3.75,
+        "output": 15.00,
+    },
+    "claude-haiku-4-5": {"input": 1.00, "cached_input": 0.10, "cache_write": 1.25, "output": 5.00},
+    "claude-opus-4-5": {"input": 5.00, "cached_input": 0.50, "cache_write": 6.25, "output": 25.00},
 }
 CELERY_BEAT_SCHEDULE = {
     "recover-runs": {
@@ -221,7 +236,7 @@ CELERY_BEAT_SCHEDULE = {
 # the router, and with no key at all the offline demo director answers.
 from django.core.exceptions import ImproperlyConfigured  # noqa: E402
 
-ADSTUDIO_PROVIDER_NAMES = ("openai", "qwen", "kimi", "demo")
+ADSTUDIO_PROVIDER_NAMES = ("openai", "qwen", "kimi", "anthropic", "demo")
 
 
 def _provider_entry(key_env: str, base_url_env: str, model_env: str) -> dict[str, str]:
@@ -268,6 +283,9 @@ ADSTUDIO_PROVIDERS = {
     "openai": _provider_entry("OPENAI_API_KEY", "OPENAI_BASE_URL", "ADSTUDIO_OPENAI_MODEL"),
     "qwen": _provider_entry("DASHSCOPE_API_KEY", "DASHSCOPE_BASE_URL", "ADSTUDIO_QWEN_MODEL"),
     "kimi": _provider_entry("MOONSHOT_API_KEY", "MOONSHOT_BASE_URL", "ADSTUDIO_KIMI_MODEL"),
+    "anthropic": _provider_entry(
+        "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "ADSTUDIO_ANTHROPIC_MODEL"
+    ),
 }
 # Language (optionally language:MARKET) -> provider; "default" for every other language.
 ADSTUDIO_PROVIDER_ROUTES = _provider_routes(
@@ -281,7 +299,7 @@ ADSTUDIO_PROVIDER_ROUTES = _provider_routes(
 # Tried in order after the routed provider fails (after its retries); unconfigured skipped.
 ADSTUDIO_PROVIDER_FALLBACKS = [
     _provider_name(name.lower(), "ADSTUDIO_PROVIDER_FALLBACKS")
-    for name in env_list("ADSTUDIO_PROVIDER_FALLBACKS", ["openai", "qwen", "kimi"])
+    for name in env_list("ADSTUDIO_PROVIDER_FALLBACKS", ["openai", "qwen", "kimi", "anthropic"])
 ]
 ADSTUDIO_PROVIDER_RETRY = {
     "max_attempts": env_int("ADSTUDIO_PROVIDER_MAX_ATTEMPTS", 3, minimum=1),

@@ -70,6 +70,8 @@ def _idempotency_key(request: Request) -> str:
     key = request.headers.get("Idempotency-Key", "").strip()
     if len(key) > 128:
         raise ValidationError({"Idempotency-Key": "At most 128 characters."})
+    if not key.isprintable():  # a NUL would reach PostgreSQL, which refuses it in text
+        raise ValidationError({"Idempotency-Key": "Printable characters only."})
     return key
 
 
@@ -381,6 +383,10 @@ class RunEventsView(APIView):
             )
         events = run_events(run=run, after=after, wait=wait)
         run.refresh_from_db(fields=["status"])
+        if run.status in RunStatus.finished():
+            # The run may have finished between the two reads; its last events were
+            # committed with its status, so one more read makes a finished page complete.
+            events += run_events(run=run, after=events[-1].seq if events else after)
         return Response(
             {
                 "runStatus": run.status,

@@ -35,8 +35,8 @@ MIN_DURATION, MAX_DURATION = 10, 60
 
 DEMO_NOTE = (
     "(This is AdStudio's offline demo director, a rule-based stand-in that needs no API key. "
-    "Set OPENAI_API_KEY, or DASHSCOPE_API_KEY / MOONSHOT_API_KEY, to have a real model "
-    "direct your ads.)"
+    "Set OPENAI_API_KEY, or DASHSCOPE_API_KEY / MOONSHOT_API_KEY / ANTHROPIC_API_KEY, to "
+    "have a real model direct your ads.)"
 )
 
 _BRIEF_FIELDS = {"client", "audience", "language", "market", "duration", "context"}

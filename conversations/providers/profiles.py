@@ -1,8 +1,8 @@
-"""Provider differences declared as data: one profile per OpenAI-compatible provider.
+"""Provider differences declared as data: one profile per provider.
 
-The adapter reads its profile and never asks which provider it is talking to, so a new
+The adapters read their profile and never ask which provider they are talking to, so a new
 OpenAI-compatible provider is a profile plus a settings entry. Each flag says which vendor
-behaviour it answers.
+behaviour it answers. ``wire`` names the wire format, and so the adapter that speaks it.
 """
 
 from __future__ import annotations
@@ -10,6 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 ALL_TOOL_CHOICES = frozenset({"auto", "none", "required"})
+# Wire formats: OpenAI chat completions (OpenAICompatProvider) and Anthropic's Messages API
+# (AnthropicProvider).
+CHAT_COMPLETIONS = "chat_completions"
+ANTHROPIC_MESSAGES = "anthropic_messages"
 
 
 @dataclass(frozen=True)
@@ -40,6 +44,10 @@ class ProviderProfile:
     model_env: str
     default_base_url: str  # "" = the SDK's default (api.openai.com)
     default_model: str
+    # The wire format the provider speaks (CHAT_COMPLETIONS or ANTHROPIC_MESSAGES).
+    wire: str = CHAT_COMPLETIONS
+    # Output-token limit sent when the caller sets none (None: send no limit at all).
+    default_max_tokens: int | None = None
     # May we stream a request that offers tools at all?
     stream_with_tools: bool = True
     # May we stream when the model may answer with several tool calls at once?
@@ -187,4 +195,37 @@ KIMI = ProviderProfile(
     empty_assistant_content="",
 )
 
-PROFILES: dict[str, ProviderProfile] = {p.name: p for p in (OPENAI, QWEN, KIMI)}
+ANTHROPIC = ProviderProfile(
+    name="anthropic",
+    key_env="ANTHROPIC_API_KEY",
+    base_url_env="ANTHROPIC_BASE_URL",
+    model_env="ADSTUDIO_ANTHROPIC_MODEL",
+    # The SDK appends /v1/messages: the base URL has no /v1.
+    default_base_url="https://api.anthropic.com",
+    # claude-sonnet-4-5 is deprecated (end of life 2026-11-30, per the SDK's list).
+    default_model="claude-sonnet-4-6",
+    wire=ANTHROPIC_MESSAGES,
+    # The Messages API requires max_tokens on every request (400 without it); 8192 leaves
+    # room for a whole voice draft and is below every current Claude model's output cap.
+    default_max_tokens=8192,
+    # Tool calls stream as content blocks with their own index: parallel calls are never
+    # ambiguous, so streaming is always safe.
+    stream_with_tools=True,
+    stream_with_parallel_tools=True,
+    list_content=True,
+    # Prompt caching is explicit: cache_control {"type": "ephemeral"} breakpoints (at most
+    # four per request) on the last tool, the system prompt and the newest message block.
+    explicit_cache=True,
+    # input_schema is JSON Schema: $defs/$ref are resolved by the API.
+    inline_schema_defs=False,
+    # "auto", "none", and "any" (sent for "required"); parallel calls are turned off with
+    # disable_parallel_tool_use on the tool_choice object.
+    tool_choices=ALL_TOOL_CHOICES,
+    # The Messages API documents temperature in [0, 1].
+    temperature_range=(0.0, 1.0),
+    max_tokens_param="max_tokens",
+    # Usage arrives in the message_start and message_delta events, never on request.
+    stream_usage=False,
+)
+
+PROFILES: dict[str, ProviderProfile] = {p.name: p for p in (OPENAI, QWEN, KIMI, ANTHROPIC)}

@@ -9,16 +9,22 @@ import logging
 
 from django.conf import settings
 
+from conversations.providers.anthropic_messages import AnthropicProvider
 from conversations.providers.base import ChatProvider
 from conversations.providers.demo import DEMO_MODEL, DemoProvider
 from conversations.providers.openai_compat import OpenAICompatProvider
-from conversations.providers.profiles import PROFILES
+from conversations.providers.profiles import ANTHROPIC_MESSAGES, CHAT_COMPLETIONS, PROFILES
 from conversations.providers.resilience import ProviderBinding
 
 logger = logging.getLogger(__name__)
 
 DEMO = "demo"
 PROVIDER_NAMES = (*PROFILES, DEMO)
+# The adapter for each wire format a profile may name.
+ADAPTERS: dict[str, type[OpenAICompatProvider] | type[AnthropicProvider]] = {
+    CHAT_COMPLETIONS: OpenAICompatProvider,
+    ANTHROPIC_MESSAGES: AnthropicProvider,
+}
 
 
 class ProviderUnavailable(ValueError):
@@ -60,9 +66,10 @@ def get_provider(name: str) -> ChatProvider:
 @functools.lru_cache(maxsize=32)
 def _build(
     name: str, api_key: str, base_url: str, timeout: float, connect_timeout: float
-) -> OpenAICompatProvider:
-    return OpenAICompatProvider(
-        profile=PROFILES[name],
+) -> ChatProvider:
+    profile = PROFILES[name]
+    return ADAPTERS[profile.wire](
+        profile=profile,
         api_key=api_key,
         base_url=base_url,
         name=name,

@@ -1,9 +1,10 @@
-"""Pytest fixtures for the fake OpenAI-compatible server (registered in tests/conftest.py).
+"""Pytest fixtures for the fake provider servers (registered in tests/conftest.py).
 
-``fake_openai`` yields a started server and fails the test at teardown if a scripted turn
-was never requested, an unscripted request arrived, or a request broke the message
-protocol. ``fake_providers`` also points the openai, qwen and kimi settings at it, with
-retry waits small enough that no test sleeps for long.
+``fake_openai`` (OpenAI-compatible) and ``fake_anthropic`` (Messages API) yield a started
+server and fail the test at teardown if a scripted turn was never requested, an unscripted
+request arrived, or a request broke the message protocol. ``fake_providers`` also points the
+openai, qwen and kimi settings at ``fake_openai``, with retry waits small enough that no
+test sleeps for long.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from tests.fakes.anthropic_server import FakeAnthropicServer
 from tests.fakes.server import FakeOpenAIServer
 
 
@@ -39,3 +41,15 @@ def fake_providers(fake_openai: FakeOpenAIServer, settings) -> FakeOpenAIServer:
     }
     settings.ADSTUDIO_PROVIDER_TIMEOUT = 5.0
     return fake_openai
+
+
+@pytest.fixture
+def fake_anthropic() -> Iterator[FakeAnthropicServer]:
+    server = FakeAnthropicServer().start()
+    try:
+        yield server
+    finally:
+        server.stop()
+    problems = server.verify()
+    if problems:
+        pytest.fail("fake Anthropic server:\n  " + "\n  ".join(problems), pytrace=False)
