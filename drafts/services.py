@@ -6,6 +6,7 @@ import uuid
 from dataclasses import dataclass
 
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from drafts.locks import ad_lock
@@ -78,9 +79,14 @@ def draft_create(
         if run_id is None:
             rows = list(latest_of_kind)
         else:
-            # The draft this call wrote before, if it did, and the latest: one query.
-            written = Draft.objects.filter(run_id=run_id, tool_call_id=tool_call_id)
-            rows = list(written.union(latest_of_kind, all=True))
+            # The draft this call wrote before, if it did, and the latest: one query. (A
+            # subquery, not a UNION: SQLite refuses ORDER BY/LIMIT inside a UNION.)
+            rows = list(
+                Draft.objects.filter(
+                    Q(run_id=run_id, tool_call_id=tool_call_id)
+                    | Q(pk__in=latest_of_kind.values("pk"))
+                )
+            )
             for row in rows:
                 if row.run_id == run_id and row.tool_call_id == tool_call_id:
                     return row, False

@@ -1,0 +1,60 @@
+"""The embedded default (no environment: SQLite, tasks in-process, the demo director) makes
+a whole ad, as a newcomer's first `make run` does."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+_SERVICE_VARS = {"DATABASE_URL", "CELERY_BROKER_URL", "CACHE_URL"}
+
+
+def manage(*args: str, database: Path, stdin: str = "") -> subprocess.CompletedProcess:
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in _SERVICE_VARS and not k.endswith("_API_KEY")
+    }
+    env["DATABASE_URL"] = f"sqlite:///{database}"
+    env["DEBUG"] = "1"  # as `make run` sets it: setup_demo then creates the admin user
+    return subprocess.run(
+        [sys.executable, "manage.py", *args],
+        cwd=ROOT,
+        env=env,
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+
+
+def test_the_demo_director_drafts_every_panel_on_sqlite(tmp_path):
+    database = tmp_path / "db.sqlite3"
+    for step in (("migrate", "--noinput"), ("setup_demo",)):
+        result = manage(*step, database=database)
+        assert result.returncode == 0, result.stdout + result.stderr
+
+    chat = manage(
+        "chat",
+        "--brief",
+        "Spotify Premium family plan",
+        "--language",
+        "th",
+        database=database,
+        stdin="make the music more upbeat\n",
+    )
+    assert chat.returncode == 0, chat.stdout + chat.stderr
+
+    code = (
+        "import json; from drafts.models import Draft; "
+        "print(json.dumps(sorted(Draft.objects.values_list('kind', 'version'))))"
+    )
+    drafts = manage("shell", "--no-imports", "-c", code, database=database)
+    assert drafts.returncode == 0, drafts.stderr
+    # generation: v1 of each panel; the follow-up: music v2 only
+    assert json.loads(drafts.stdout) == [["music", 1], ["music", 2], ["sfx", 1], ["voices", 1]]
+    assert "internal error" not in chat.stdout
