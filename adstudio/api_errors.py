@@ -8,12 +8,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.core.exceptions import PermissionDenied
+from django.conf import settings
+from django.core.exceptions import PermissionDenied, RequestDataTooBig
 from django.http import Http404, JsonResponse
 from django.views import defaults
 from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
+
+from adstudio.parsers import PayloadTooLarge
 
 
 def _flatten(detail: Any, prefix: str = "") -> dict[str, list[str]]:
@@ -45,6 +48,12 @@ def api_exception_handler(exc: Exception, context: dict) -> Response | None:
         exc = exceptions.NotFound()
     elif isinstance(exc, PermissionDenied):
         exc = exceptions.PermissionDenied()
+    elif isinstance(exc, RequestDataTooBig):
+        # Django refuses a body over DATA_UPLOAD_MAX_MEMORY_SIZE before our parser reads
+        # it; without this the client would get Django's HTML 400 page, not the 413.
+        limits = (settings.DATA_UPLOAD_MAX_MEMORY_SIZE, settings.ADSTUDIO_MAX_BODY_BYTES)
+        limit = min(size for size in limits if size is not None)
+        exc = PayloadTooLarge(f"Request body is larger than {limit} bytes.")
     response = drf_exception_handler(exc, context)
     if response is None:
         return None

@@ -27,6 +27,8 @@ def pytest_configure(config: pytest.Config) -> None:
             "The test suite needs PostgreSQL: set DATABASE_URL=postgres://... "
             f"(got engine {engine!r}). Run it with `make test`."
         )
+    # Test users' passwords need no real hashing: PBKDF2 costs about a second per user here.
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 
 def _is_loopback(host: object) -> bool:
