@@ -163,17 +163,23 @@ CELERY_TASK_IGNORE_RESULT = True
 CELERY_RESULT_BACKEND = None
 CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
-# Agent runs are long and I/O bound: acknowledge after the task ran, hand the message back
-# if the worker dies, and take one message at a time so a busy worker doesn't hoard runs.
+# Agent runs are long and I/O bound: acknowledge after the task ran and take one message at
+# a time, so a busy worker doesn't hoard runs.
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_SOFT_TIME_LIMIT = env_int("ADSTUDIO_TASK_SOFT_TIME_LIMIT", 600, minimum=1)
 CELERY_TASK_TIME_LIMIT = env_int("ADSTUDIO_TASK_TIME_LIMIT", 660, minimum=1)
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# A lost broker connection must not cancel the runs in progress: they only need the
+# database, and finish while the worker reconnects (Celery 6 turns this on by default).
+CELERY_WORKER_CANCEL_LONG_RUNNING_TASKS_ON_CONNECTION_LOSS = False
 CELERY_BROKER_TRANSPORT_OPTIONS = {
-    # Longer than the hard time limit, so Redis does not redeliver a run still in progress.
-    "visibility_timeout": CELERY_TASK_TIME_LIMIT + 120,
+    # Redis keeps no copy of a delivered message: the run of a worker that dies is resumed
+    # by the recovery sweep from the database. With Redis's copies ("ack emulation"), a
+    # broker connection lost while a run is in progress made kombu 5.7 crash the worker
+    # (AttributeError restoring the copies on close; "Unrecoverable error", exit).
+    "ack_emulation": False,
 }
 
 LOGGING = {

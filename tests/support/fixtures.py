@@ -15,7 +15,7 @@ from tests.fakes.server import TEST_API_KEY
 from tests.support.worker import REDIS_URL, RedisServer, WorkerProcess, database_url, flush_broker
 
 STALE_AFTER = 3.0  # seconds: a killed worker's runs are taken over quickly
-WORKER_APP = "adstudio-test-worker"  # application_name of the worker's database sessions
+WORKER_APP = "adstudio-test-worker"  # application_name of the worker's Postgres connections
 
 
 @pytest.fixture
@@ -69,7 +69,7 @@ def worker(broker, broker_url, fake_openai, tmp_path):
             "ADSTUDIO_PROVIDER_BACKOFF_BASE": "0.01",
             "ADSTUDIO_HEARTBEAT_INTERVAL": "0.5",
             "ADSTUDIO_RUN_STALE_AFTER": str(STALE_AFTER),
-            "PGAPPNAME": WORKER_APP,  # libpq: tests find the worker's sessions by it
+            "PGAPPNAME": WORKER_APP,  # libpq: tests find the worker's connections by it
         },
     )
     process.start()

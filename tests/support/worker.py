@@ -1,13 +1,17 @@
 """A real Celery worker process (thread pool, Redis broker) for the tests about the
-worker: it reads the test database and answers models through the fake server."""
+worker: it reads the test database and answers models through the fake server; and a
+private Redis server that a test may stop and start again."""
 
 from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import redis
@@ -48,7 +52,7 @@ class WorkerProcess:
             "--pool",
             "threads",
             "--concurrency",
-            "8",
+            str(self.concurrency),
             "--loglevel",
             "INFO",
             "-n",
@@ -90,5 +94,74 @@ class WorkerProcess:
                 self.kill()
 
 
-def flush_broker() -> None:
-    redis.Redis.from_url(REDIS_URL).flushdb()
+def flush_broker(url: str = REDIS_URL) -> None:
+    redis.Redis.from_url(url).flushdb()
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class RedisServer:
+    """A Redis of the test's own on a free loopback port, without persistence, so that
+    stopping it loses every message it held, as a restart of an in-memory broker does.
+    The machine's shared Redis is never touched."""
+
+    def __init__(self, *, log_dir: Path) -> None:
+        self.port = free_port()
+        self.url = f"redis://127.0.0.1:{self.port}/0"
+        self.log_dir = log_dir
+        self.process: subprocess.Popen | None = None
+        self.starts = 0
+
+    def start(self, timeout: float = 10.0) -> None:
+        self.starts += 1
+        log = self.log_dir / f"redis-{self.starts}.log"
+        command = [
+            "redis-server",
+            "--port",
+            str(self.port),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--daemonize",
+            "no",
+        ]
+        with log.open("w") as out:
+            self.process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                with redis.Redis(host="127.0.0.1", port=self.port) as client:
+                    if client.ping():
+                        return
+            except redis.ConnectionError:
+                pass
+            if self.process.poll() is not None:
+                raise RuntimeError(f"redis-server exited early:\n{log.read_text()}")
+            time.sleep(0.05)
+        raise RuntimeError(f"redis-server not answering after {timeout} s:\n{log.read_text()}")
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(timeout=10)
+
+    @contextmanager
+    def down(self) -> Iterator[None]:
+        """Stopped inside the block and started again (same port, empty) when it ends,
+        whether or not the block failed."""
+        self.stop()
+        try:
+            yield
+        finally:
+            self.start()

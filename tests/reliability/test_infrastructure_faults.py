@@ -1,0 +1,402 @@
+"""Infrastructure faults under a real Celery worker: the worker killed with SIGKILL at
+exact points of a run, the broker restarted with runs queued and running, and every
+database connection dropped mid-run. After each, every run ended exactly once and no
+message, draft or tool result was lost, duplicated or left half written.
+
+The worker is stopped at an exact write without any hook in product code: this test's
+own Postgres connection holds the lock that write needs, the test sees the worker wait
+on it in ``pg_stat_activity``, and kills it there.
+
+A Postgres restart is simulated with ``pg_terminate_backend`` on every other connection
+to the test database: that is what clients see of a restart (their connections dropped),
+without restarting the server that other databases on this machine share.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from datetime import timedelta
+
+import psycopg
+import pytest
+from django.db import connection
+from django.utils import timezone
+from rest_framework.authtoken.models import Token
+from rest_framework.test import APIClient
+
+from conversations.models import Conversation, Message, ModelCall, Run, RunEvent
+from conversations.services import (
+    ENQUEUE_FAILED,
+    conversation_create,
+    runs_recover,
+    send_message,
+    start_generation,
+)
+from conversations.tasks import recover_runs
+from drafts.models import Draft
+from tests.fakes.server import Turn, call, turn
+from tests.support.fixtures import STALE_AFTER, WORKER_APP
+from tests.support.worker import database_url
+
+pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
+
+
+# --- helpers -----------------------------------------------------------------------------
+
+
+def wait_for(predicate: Callable[[], object], timeout: float = 30.0, what: str = "condition"):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def finished(run: Run) -> bool:
+    run.refresh_from_db()
+    return run.status in ("succeeded", "failed", "cancelled")
+
+
+@contextmanager
+def lock_holder() -> Iterator[psycopg.Connection]:
+    """A Postgres connection of the test's own, outside Django; whatever it locks is held
+    until ``rollback()`` (or the end of the block)."""
+    holder = psycopg.connect(database_url(), application_name="adstudio-test-lock-holder")
+    try:
+        yield holder
+    finally:
+        holder.rollback()
+        holder.close()
+
+
+def backends_waiting_on_lock(statement: str) -> list[int]:
+    """Backends of the test database blocked on a lock while running ``statement...``."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT pid FROM pg_stat_activity WHERE datname = current_database() "
+            "AND wait_event_type = 'Lock' AND application_name = %s AND query LIKE %s",
+            [WORKER_APP, statement + "%"],
+        )
+        return [pid for (pid,) in cursor.fetchall()]
+
+
+def backends_alive(pids: Iterable[int]) -> bool:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM pg_stat_activity WHERE pid = ANY(%s)", [list(pids)])
+        return cursor.fetchone()[0] > 0
+
+
+def holds_lock(pid: int, table: str, mode: str) -> bool:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT count(*) FROM pg_locks WHERE pid = %s AND relation = %s::regclass "
+            "AND mode = %s AND granted",
+            [pid, table, mode],
+        )
+        return cursor.fetchone()[0] > 0
+
+
+def kill_blocked_worker(worker, holder: psycopg.Connection, pids: list[int]) -> None:
+    """SIGKILL the worker while its connections wait on ``holder``'s lock, then release the
+    lock; their orphaned backends finish their statement, find their client gone and end."""
+    worker.kill()
+    holder.rollback()
+    wait_for(lambda: not backends_alive(pids), what="the killed worker's backends to end")
+
+
+def heartbeat_stale(run: Run) -> bool:
+    """Whether the recovery sweep takes ``run``'s worker for dead."""
+    limit = timezone.now() - timedelta(seconds=STALE_AFTER)
+    return Run.objects.filter(pk=run.pk, heartbeat_at__lt=limit).exists()
+
+
+def restart_and_recover(worker, run: Run) -> None:
+    """A new worker comes up at once (as in a deploy); once the dead worker's heartbeat is
+    stale, the periodic sweep (what beat sends) hands its run to the new worker, unless
+    the new worker's own sweep at start-up already did."""
+    worker.start()
+    wait_for(
+        lambda: heartbeat_stale(run) or finished(run),
+        timeout=STALE_AFTER + 10,
+        what="the run's heartbeat to go stale",
+    )
+    recover_runs.delay()
+
+
+def stored(conversations: Iterable[Conversation]) -> set[tuple]:
+    """Every message and draft of the conversations (and their ads) as it is now."""
+    conversation_ids = [c.pk for c in conversations]
+    messages = Message.objects.filter(conversation_id__in=conversation_ids).values_list(
+        "pk", "conversation_id", "seq", "role", "text", "tool_call_id", "run_id"
+    )
+    drafts = Draft.objects.filter(ad__conversations__in=conversation_ids).values_list(
+        "pk", "ad_id", "kind", "version", "payload", "run_id", "tool_call_id"
+    )
+    return {("message", *m) for m in messages} | {
+        ("draft", *d[:4], repr(d[4]), *d[5:]) for d in drafts
+    }
+
+
+def assert_invariants(runs: list[Run], *, survivors: set[tuple] = frozenset()) -> None:
+    """Every run ended exactly once, cleanly; its user message and everything stored
+    before the fault survive; draft versions have no gap or duplicate; every tool call
+    of an assistant message has exactly one result."""
+    for run in runs:
+        run.refresh_from_db()
+        assert run.status in ("succeeded", "failed"), f"run {run.pk} ended {run.status}"
+        if run.status == "failed":
+            assert run.error_code and run.error_message, f"run {run.pk} failed silently"
+        assert run.finished_at is not None
+        finishes = RunEvent.objects.filter(run=run, type="run.finished").count()
+        assert finishes == 1, f"run {run.pk} finished {finishes} times"
+        users = Message.objects.filter(run=run, role="user", text=run.input_text).count()
+        assert users == 1, f"run {run.pk} has {users} user messages"
+
+    conversations = list(Conversation.objects.filter(runs__in=runs).distinct())
+    now = stored(conversations)
+    assert survivors <= now, f"lost after the fault: {sorted(map(str, survivors - now))}"
+
+    versions: dict[tuple, list[int]] = defaultdict(list)
+    for ad_id, kind, version in Draft.objects.filter(
+        ad__conversations__in=conversations
+    ).values_list("ad_id", "kind", "version"):
+        versions[ad_id, kind].append(version)
+    for key, numbers in versions.items():
+        assert sorted(numbers) == list(range(1, len(numbers) + 1)), (key, numbers)
+
+    for conversation in conversations:
+        rows = list(Message.objects.filter(conversation=conversation).order_by("seq"))
+        assert [r.seq for r in rows] == list(range(1, len(rows) + 1))
+        open_calls: Counter = Counter()
+        for row in rows:
+            if row.role == "tool":
+                assert open_calls[row.tool_call_id] == 1, (
+                    f"tool message #{row.seq} answers no open call {row.tool_call_id!r}"
+                )
+                open_calls[row.tool_call_id] -= 1
+                continue
+            assert not +open_calls, f"#{row.seq} {row.role} follows unanswered {open_calls}"
+            open_calls = Counter(c["id"] for c in row.tool_calls)
+        assert not +open_calls, f"conversation ends with unanswered calls {open_calls}"
+
+
+# --- 1. the worker killed at exact points of a run -----------------------------------------
+# (Killed while waiting on the model: tests/conversations/test_worker.py.)
+
+
+def test_killed_between_draft_write_and_tool_message(worker, fake_openai, make_ad):
+    """The draft and its tool message are one transaction: after the kill neither exists,
+    and the resumed run executes the call once."""
+    ad = make_ad(language="en")
+    fake_openai.script(
+        turn(tool_calls=[call("create_music_draft", {"prompt": "warm acoustic pop"})], delay=1.0),
+        turn("Music v1 is ready."),
+    )
+    conversation = conversation_create(ad=ad)
+    run = start_generation(ad=ad, conversation=conversation)
+    wait_for(lambda: len(fake_openai.requests) == 1, what="the first model request")
+
+    with lock_holder() as holder:
+        # Messages so far: the user's (#1); the model's reply is #2, its tool result #3.
+        # An uncommitted #3 of our own makes the worker's insert of #3 wait for us.
+        holder.execute(
+            "INSERT INTO conversations_message (conversation_id, seq, role, text, tool_calls, "
+            "tool_call_id, name, is_error, provider_data, tokens, created_at) "
+            "VALUES (%s, 3, 'user', 'lock', '[]', '', '', false, '{}', 0, now())",
+            [conversation.pk],
+        )
+        pids = wait_for(
+            lambda: backends_waiting_on_lock('INSERT INTO "conversations_message"'),
+            what="the worker to wait on the tool message insert",
+        )
+        assert len(pids) == 1
+        # It wrote the draft in the same transaction (uncommitted, so invisible here).
+        assert holds_lock(pids[0], "drafts_draft", "RowExclusiveLock")
+        assert not Draft.objects.filter(ad=ad).exists()
+        survivors = stored([conversation])
+        roles = Message.objects.filter(conversation=conversation).values_list("seq", "role")
+        assert list(roles) == [(1, "user"), (2, "assistant")]
+        kill_blocked_worker(worker, holder, pids)
+
+    # Neither half of the tool call exists alone.
+    assert not Draft.objects.filter(ad=ad).exists()
+    assert not Message.objects.filter(conversation=conversation, role="tool").exists()
+    run.refresh_from_db()
+    assert run.status == "running"
+
+    restart_and_recover(worker, run)
+    wait_for(lambda: finished(run), what="the resumed run")
+
+    assert run.status == "succeeded", run.error_message
+    assert run.final_message == "Music v1 is ready."
+    assert list(Draft.objects.filter(ad=ad).values_list("kind", "version")) == [("music", 1)]
+    tools = Message.objects.filter(conversation=conversation, role="tool")
+    assert [(m.seq, m.name, m.is_error) for m in tools] == [(3, "create_music_draft", False)]
+    assert ModelCall.objects.filter(run=run).count() == 2  # the call was not asked again
+    started = RunEvent.objects.filter(run=run, type="run.started").order_by("seq")
+    assert [e.data["resumed"] for e in started] == [False, True]
+    assert RunEvent.objects.filter(run=run, type="draft.created").count() == 1
+    assert_invariants([run], survivors=survivors)
+
+
+def test_killed_after_final_message_before_run_is_marked_done(worker, fake_openai, make_ad):
+    """The final answer is stored; the resumed run finishes with it and asks nothing again."""
+    ad = make_ad(language="en")
+    fake_openai.script(
+        turn(tool_calls=[call("create_music_draft", {"prompt": "warm acoustic pop"})]),
+        turn("Music v1 is ready.", delay=1.0),
+    )
+    run = start_generation(ad=ad)
+    wait_for(lambda: len(fake_openai.requests) == 2, what="the final model request")
+
+    with lock_holder() as holder:
+        # Right after storing a reply the worker updates the run's counters; holding the
+        # run row (NO KEY: inserts that reference the run still pass) makes it wait there.
+        holder.execute("SELECT 1 FROM conversations_run WHERE id = %s FOR NO KEY UPDATE", [run.pk])
+        pids = wait_for(
+            lambda: backends_waiting_on_lock('UPDATE "conversations_run" SET "rounds"'),
+            what="the worker to wait on the run update after the final message",
+        )
+        final = Message.objects.filter(conversation=run.conversation).order_by("-seq").first()
+        assert (final.seq, final.role, final.text) == (4, "assistant", "Music v1 is ready.")
+        run.refresh_from_db()
+        assert run.status == "running"
+        survivors = stored([run.conversation])
+        pids += backends_waiting_on_lock("UPDATE")  # its heartbeat waits on the row too
+        kill_blocked_worker(worker, holder, pids)
+
+    restart_and_recover(worker, run)
+    wait_for(lambda: finished(run), what="the resumed run")
+
+    assert run.status == "succeeded", run.error_message
+    assert run.final_message == "Music v1 is ready."
+    assert len(fake_openai.requests) == 2  # the stored answer was not asked for again
+    assert Message.objects.filter(conversation=run.conversation).count() == 4
+    assert list(Draft.objects.filter(ad=ad).values_list("kind", "version")) == [("music", 1)]
+    assert_invariants([run], survivors=survivors)
+
+
+# --- 2. the broker restarted with runs queued and running ----------------------------------
+
+
+def director(body: dict) -> Turn:
+    """Each user turn: a music draft, then a short answer; "slowly" makes the first
+    reply take a while, long enough to stop the broker under it."""
+    last = body["messages"][-1]
+    if last["role"] == "user":
+        delay = 2.0 if "slowly" in last["content"] else 0.0
+        return Turn(
+            tool_calls=(call("create_music_draft", {"prompt": last["content"]}),), delay=delay
+        )
+    return Turn(text="done")
+
+
+class TestBrokerRestart:
+    @pytest.fixture
+    def broker_url(self, private_redis):
+        return private_redis.url
+
+    def test_runs_survive_a_redis_restart(self, worker, private_redis, fake_openai, user, make_ad):
+        fake_openai.responder = director
+        api = APIClient()
+        api.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=user).key}")
+        first_ad, second_ad = make_ad(language="en"), make_ad(language="en", title="second")
+        first, second = conversation_create(ad=first_ad), conversation_create(ad=second_ad)
+
+        def chat(conversation: Conversation, text: str) -> Run:
+            response = api.post(
+                f"/api/ads/{conversation.ad_id}/chat",
+                {"message": text, "conversationId": str(conversation.pk)},
+                format="json",
+            )
+            assert response.status_code == 202, response.content
+            return Run.objects.get(pk=response.json()["runId"])
+
+        running = chat(first, "upbeat music, slowly")
+        wait_for(lambda: len(fake_openai.requests) == 1, what="the first model request")
+        queued = chat(first, "now calmer")  # waits for `running` in the same conversation
+        survivors = stored([first, second])
+
+        with private_redis.down():
+            # The API still accepts messages: the run is stored and marked for recovery.
+            during = [chat(second, "jingle for the second ad"), chat(first, "and shorter")]
+            for run in during:
+                assert (run.status, run.error_code) == ("queued", ENQUEUE_FAILED)
+                assert "retried" in run.error_message
+            # The running run finishes without the broker; starting its successor fails.
+            wait_for(lambda: finished(running), what="the running run to finish")
+            assert running.status == "succeeded", running.error_message
+            wait_for(
+                lambda: Run.objects.filter(pk=queued.pk, error_code=ENQUEUE_FAILED).exists(),
+                what="the queued run to be marked for recovery",
+            )
+
+        recovered = runs_recover()
+        assert set(recovered) == {queued.pk, *(r.pk for r in during)}
+        runs = [running, queued, *during]
+        for run in runs:
+            wait_for(lambda run=run: finished(run), what=f"run {run.pk} after the restart")
+        assert [(r.status, r.error_code) for r in runs] == [("succeeded", "")] * 4
+        assert_invariants(runs, survivors=survivors)
+        users = Message.objects.filter(conversation=first, role="user").order_by("seq")
+        assert [m.text for m in users] == ["upbeat music, slowly", "now calmer", "and shorter"]
+        assert worker.starts == 1  # the same worker reconnected to the restarted broker
+
+
+# --- 3. every database connection dropped mid-run ------------------------------------------
+
+
+def terminate_backends(*, keep: int) -> list[str]:
+    """What clients see of a Postgres restart: every connection to the test database is
+    dropped, except this test's own (``keep`` and the one doing it)."""
+    with psycopg.connect(database_url(), autocommit=True) as own:
+        rows = own.execute(
+            "SELECT application_name, pg_terminate_backend(pid) FROM pg_stat_activity "
+            "WHERE datname = current_database() AND pid <> pg_backend_pid() AND pid <> %s",
+            [keep],
+        ).fetchall()
+    return [name for name, terminated in rows if terminated]
+
+
+def test_a_worker_recovers_its_database_connections(worker, fake_openai, make_ad):
+    """The model answers the moment the database has dropped every connection: the run
+    carries on on new connections, and the same worker process serves a later run."""
+    ad = make_ad(language="en")
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_backend_pid()")
+        test_backend = cursor.fetchone()[0]
+    terminated: list[str] = []
+
+    def slow_turn_during_restart(body: dict) -> Turn:
+        time.sleep(1.0)  # the worker waits on the model...
+        terminated.extend(terminate_backends(keep=test_backend))  # ...and Postgres restarts
+        fake_openai.responder = None
+        fake_openai.script(
+            turn("Music v1 is ready."),
+            turn(tool_calls=[call("create_music_draft", {"prompt": "more upbeat"})]),
+            turn("Music v2 is ready."),
+        )
+        return turn(tool_calls=[call("create_music_draft", {"prompt": "warm acoustic pop"})])
+
+    fake_openai.responder = slow_turn_during_restart
+    run = start_generation(ad=ad)
+    wait_for(lambda: len(fake_openai.requests) == 1, what="the first model request")
+    survivors = stored([run.conversation])
+
+    wait_for(lambda: finished(run), what="the run")
+    assert WORKER_APP in terminated, terminated  # the worker's connections were dropped
+    assert run.status == "succeeded", f"{run.error_code}: {run.error_message}"
+    later = send_message(conversation=run.conversation, text="make it more upbeat")
+    wait_for(lambda: finished(later), what="a later run")
+    assert later.status == "succeeded", f"{later.error_code}: {later.error_message}"
+    assert worker.starts == 1 and worker.process.poll() is None  # the same process
+    assert list(Draft.objects.filter(ad=ad).order_by("version").values_list("version")) == [
+        (1,),
+        (2,),
+    ]
+    assert_invariants([run, later], survivors=survivors)
