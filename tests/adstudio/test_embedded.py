@@ -15,9 +15,7 @@ _SERVICE_VARS = {"DATABASE_URL", "CELERY_BROKER_URL", "CACHE_URL"}
 
 def manage(*args: str, database: Path, stdin: str = "") -> subprocess.CompletedProcess:
     env = {
-        k: v
-        for k, v in os.environ.items()
-        if k not in _SERVICE_VARS and not k.endswith("_API_KEY")
+        k: v for k, v in os.environ.items() if k not in _SERVICE_VARS and not k.endswith("_API_KEY")
     }
     env["DATABASE_URL"] = f"sqlite:///{database}"
     env["DEBUG"] = "1"  # as `make run` sets it: setup_demo then creates the admin user
