@@ -12,6 +12,7 @@ import contextlib
 import itertools
 import json
 import socket
+import struct
 import sys
 import threading
 from collections import deque
@@ -79,6 +80,7 @@ class Turn:
     usage_in_choice: bool = False  # Moonshot: usage inside the last choice
     no_finish: bool = False  # the stream ends (with [DONE]) without a finish reason
     cut_after: int | None = None  # drop the connection after this many chunks
+    reset: bool = False  # reset the connection (TCP RST) instead of answering
     error_after: int | None = None  # send stream_error after this many chunks
     stream_error: dict[str, Any] | None = None
 
@@ -304,8 +306,17 @@ class _Handler(BaseHTTPRequestHandler):
         wait = fake.latency + reply.delay
         if wait and fake._stopping.wait(wait):
             return
+        if reply.reset:
+            self._reset()
+            return
         with contextlib.suppress(BrokenPipeError, ConnectionResetError):
             self._reply(reply, body, number)  # unless the client gave up (timeout)
+
+    def _reset(self) -> None:
+        """Close with SO_LINGER 0: the client reads "connection reset by peer"."""
+        self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        self.connection.close()
+        self.close_connection = True
 
     # --- replies -------------------------------------------------------------------
 

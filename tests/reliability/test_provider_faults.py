@@ -73,6 +73,13 @@ FAULTS = [
     ),
     ("503 every time", [error_turn(503, JSON_500)] * 3, "failed", "transient"),
     (
+        "a connection reset, then success",
+        [turn(reset=True), turn(tool_calls=[MUSIC]), DONE],
+        "succeeded",
+        None,
+    ),
+    ("a connection reset every time", [turn(reset=True)] * 3, "failed", "transient"),
+    (
         "a stream cut mid tool call",
         [turn(tool_calls=[MUSIC], cut_after=2), turn(tool_calls=[MUSIC]), DONE],
         "succeeded",
