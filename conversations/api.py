@@ -143,8 +143,10 @@ class RunSerializer(serializers.Serializer):
 
 
 def run_body(run: Run) -> dict:
+    """The run as ``RunSerializer`` documents it (e.g. the cost as a decimal string: the
+    JSON renderer would turn a bare ``Decimal`` into a float)."""
     drafts, created = run_drafts(run=run)
-    return {
+    body = {
         "runId": run.pk,
         "adId": run.conversation.ad_id,
         "conversationId": run.conversation_id,
@@ -170,6 +172,7 @@ def run_body(run: Run) -> dict:
         "startedAt": run.started_at,
         "finishedAt": run.finished_at,
     }
+    return RunSerializer(body).data
 
 
 class EventSerializer(serializers.ModelSerializer):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from decimal import Decimal
 
 import pytest
 from rest_framework.authtoken.models import Token
@@ -274,6 +275,16 @@ def test_run_detail_has_usage_and_error_shape(api, ad):
 
 
 @runs_execute
+def test_run_cost_is_a_decimal_string_as_documented(api, ad):
+    run_id = api.post("/api/ai/generate", {"adId": str(ad.pk)}).json()["runId"]
+    Run.objects.filter(pk=run_id).update(cost=Decimal("0.004120"))
+
+    body = api.get(f"/api/runs/{run_id}").json()
+
+    assert body["usage"]["cost"] == "0.004120"  # not 0.00412, a float
+
+
+@runs_execute
 def test_events_long_poll_returns_empty_after_the_run_finished(api, ad):
     run_id = api.post("/api/ai/generate", {"adId": str(ad.pk)}).json()["runId"]
     events = api.get(f"/api/runs/{run_id}/events").json()
@@ -282,6 +293,37 @@ def test_events_long_poll_returns_empty_after_the_run_finished(api, ad):
     later = api.get(f"/api/runs/{run_id}/events?after={last}&wait=5").json()
 
     assert later == {"runStatus": "succeeded", "events": [], "lastSeq": last}
+
+
+def test_a_page_that_says_finished_has_the_run_finished_event(api, ad, monkeypatch):
+    # given a run (left queued: nothing commits here) that the worker finishes between the
+    # view's read of the run's events and its read of the run's status
+    from conversations import api as views
+    from conversations.models import RunStatus, StopCause
+    from conversations.services import run_finish
+
+    run_id = api.post("/api/ai/generate", {"adId": str(ad.pk)}).json()["runId"]
+    read_events = views.run_events
+
+    def finished_meanwhile(**kwargs):
+        events = read_events(**kwargs)
+        run_finish(
+            run_id=uuid.UUID(run_id),
+            status=RunStatus.SUCCEEDED,
+            cause=StopCause.FINAL_ANSWER,
+            final_message="Done.",
+        )
+        return events
+
+    monkeypatch.setattr(views, "run_events", finished_meanwhile)
+
+    # when the client polls
+    page = api.get(f"/api/runs/{run_id}/events?after=0").json()
+
+    # then a client that stops at a finished page has seen the run's last event
+    assert page["runStatus"] == "succeeded"
+    assert [e["type"] for e in page["events"]] == ["run.finished"]
+    assert page["lastSeq"] == page["events"][-1]["seq"]
 
 
 @runs_execute
