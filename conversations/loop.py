@@ -16,9 +16,10 @@ from dataclasses import dataclass, field
 
 from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import transaction
 from django.db.models import F
 
+from adstudio.db import release_connection
 from adstudio.tools import ToolContext
 from conversations import providers
 from conversations.heartbeat import Heartbeat
@@ -304,7 +305,7 @@ def _model_step(state: RunState, *, final: bool = False) -> RunTools | Final | S
     )
     state.events.append((RunEventType.MODEL_CALL_STARTED, {"round": round_no}))
     text_stream = _TextEvents(state.events)
-    _release_connection()
+    release_connection()  # a worker with many runs waiting needs few connections
     response = providers.generate(
         request,
         route=state.route,
@@ -438,13 +439,6 @@ def _run_tools(state: RunState, step: RunTools) -> None:
 
 
 # --- Model call helpers ----------------------------------------------------------------
-
-
-def _release_connection() -> None:
-    """Hand the database connection back to the pool while waiting on the model: a
-    worker with many runs in flight then needs a few connections, not one per run."""
-    if connection.settings_dict.get("OPTIONS", {}).get("pool") and not connection.in_atomic_block:
-        connection.close()
 
 
 class _TextEvents:

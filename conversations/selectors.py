@@ -11,6 +11,7 @@ from typing import Any
 
 from django.db.models import Avg, Count, Q, QuerySet, Sum
 
+from adstudio.db import release_connection
 from conversations.models import Conversation, Message, ModelCall, Role, Run, RunEvent, RunStatus
 from drafts.models import Draft
 
@@ -63,6 +64,7 @@ def run_events(*, run: Run, after: int = 0, wait: float = 0, poll: float = 0.2) 
             pk=run.pk, status__in=[RunStatus.QUEUED, RunStatus.RUNNING]
         ).exists():
             return []
+        release_connection()  # a long poll holds a web thread, not a database connection
         time.sleep(poll)
 
 
