@@ -253,22 +253,28 @@ def worker_mode(args) -> dict:
     fake.responder = respond
     fake.latency = args.latency
     owner, _ = User.objects.get_or_create(username="bench")
+    worker_env = {
+        "DATABASE_URL": os.environ["DATABASE_URL"],
+        "CELERY_BROKER_URL": broker,
+        "OPENAI_API_KEY": TEST_API_KEY,
+        "OPENAI_BASE_URL": fake.base_url,
+        "ADSTUDIO_OPENAI_MODEL": "fake-openai",
+        "ADSTUDIO_PROVIDER_ROUTES": "default=openai",
+        "ADSTUDIO_PROVIDER_FALLBACKS": "",
+        "LOG_LEVEL": "WARNING",
+    }
     with tempfile.TemporaryDirectory() as logs:
-        worker = WorkerProcess(
-            log_dir=Path(logs),
-            concurrency=args.runs,
-            env={
-                "DATABASE_URL": os.environ["DATABASE_URL"],
-                "CELERY_BROKER_URL": broker,
-                "OPENAI_API_KEY": TEST_API_KEY,
-                "OPENAI_BASE_URL": fake.base_url,
-                "ADSTUDIO_OPENAI_MODEL": "fake-openai",
-                "ADSTUDIO_PROVIDER_ROUTES": "default=openai",
-                "ADSTUDIO_PROVIDER_FALLBACKS": "",
-                "LOG_LEVEL": "WARNING",
-            },
-        )
-        worker.start()
+        workers = [
+            WorkerProcess(
+                log_dir=Path(logs),
+                name=f"bench{n}-",
+                concurrency=-(-args.runs // args.workers),
+                env=worker_env,
+            )
+            for n in range(args.workers)
+        ]
+        for worker in workers:
+            worker.start()
         try:
             ads = [
                 Ad.objects.create(
@@ -289,7 +295,8 @@ def worker_mode(args) -> dict:
                 time.sleep(0.05)
             wall = time.perf_counter() - started
         finally:
-            worker.stop()
+            for worker in workers:
+                worker.stop()
             fake.stop()
     statuses = dict.fromkeys(("succeeded", "failed"), 0)
     for status in Run.objects.filter(pk__in=ids).values_list("status", flat=True):
@@ -297,6 +304,7 @@ def worker_mode(args) -> dict:
     ideal = ROUNDS * args.latency
     result = {
         "runs": args.runs,
+        "workers": args.workers,
         "latency_s": args.latency,
         "wall_s": wall,
         "ideal_s": ideal,
@@ -304,7 +312,10 @@ def worker_mode(args) -> dict:
         "statuses": statuses,
         "problems": fake.verify(),
     }
-    print(f"worker: {args.runs} concurrent runs x {ROUNDS} rounds, {args.latency} s per call")
+    print(
+        f"worker: {args.runs} concurrent runs x {ROUNDS} rounds, {args.latency} s per call, "
+        f"{args.workers} worker process(es)"
+    )
     print(f"  wall {wall:.2f} s, ideal {ideal:.2f} s: ratio {wall / ideal:.2f} (target <= 1.5)")
     print(f"  statuses {statuses}")
     return result
@@ -316,6 +327,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=None)
     parser.add_argument("--turns", type=int, default=100)
     parser.add_argument("--latency", type=float, default=1.0)
+    parser.add_argument("--workers", type=int, default=1, help="worker processes (worker mode)")
     args = parser.parse_args()
     args.runs = args.runs or (50 if args.mode == "loop" else 100)
     url = bench_database_url()

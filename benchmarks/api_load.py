@@ -16,6 +16,7 @@ import argparse
 import asyncio
 import logging
 import os
+import random
 import socket
 import statistics
 import subprocess
@@ -63,14 +64,19 @@ def wait_http(url: str, timeout: float = 30) -> None:
     sys.exit(f"{url} did not answer within {timeout} s")
 
 
-def one_run(base: str, tokens: list[tuple[str, str]], seconds: float) -> dict:
-    """All clients in one event loop: the load generator itself stays light."""
+def one_run(base: str, tokens: list[tuple[str, str]], seconds: float, think: float) -> dict:
+    """All clients in one event loop: the load generator itself stays light. With
+    ``think`` > 0 each client pauses that long after reading its run back, as a person
+    reading the reply does; with 0 they post back to back and measure saturation."""
     posts: list[float] = []
     gets: list[float] = []
     errors: dict[str, int] = {}
 
     async def client(http: httpx.AsyncClient, token: str, ad_id: str, stop_at: float) -> None:
         headers = {"Authorization": f"Token {token}"}
+        rng = random.Random(token)
+        if think:  # arrive spread over one pause, not all at once
+            await asyncio.sleep(think * rng.random())
         n = 0
         while time.monotonic() < stop_at:
             n += 1
@@ -93,6 +99,8 @@ def one_run(base: str, tokens: list[tuple[str, str]], seconds: float) -> dict:
                 continue
             posts.append(post_s * 1000)
             gets.append(get_s * 1000)
+            if think:  # people don't act in step: 0.5x to 1.5x the mean pause
+                await asyncio.sleep(think * rng.uniform(0.5, 1.5))
 
     async def all_clients() -> float:
         limits = httpx.Limits(max_connections=len(tokens))
@@ -120,6 +128,9 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--web-workers", type=int, default=2)
     parser.add_argument("--web-threads", type=int, default=16)
+    parser.add_argument(
+        "--think", type=float, default=0.0, help="seconds a client pauses between messages"
+    )
     args = parser.parse_args()
     url = bench_database_url()
     create_database(url)
@@ -174,6 +185,11 @@ def main() -> None:
                 str(args.web_threads),
                 "--worker-class",
                 "gthread",
+                # Longer than the clients' pauses: a connection closed by the server just
+                # as a client reuses it is a ReadError that measures nothing of ours.
+                "--keep-alive",
+                "75",
+                "--no-control-socket",
             ],
             env,
             Path(logs) / "web.log",
@@ -199,7 +215,8 @@ def main() -> None:
         try:
             wait_http(f"http://127.0.0.1:{port}/api/schema/")
             results = [
-                one_run(f"http://127.0.0.1:{port}", pairs, args.seconds) for _ in range(args.runs)
+                one_run(f"http://127.0.0.1:{port}", pairs, args.seconds, args.think)
+                for _ in range(args.runs)
             ]
         finally:
             for process in (web, worker):
@@ -208,6 +225,7 @@ def main() -> None:
     summary = {
         "clients": args.clients,
         "seconds": args.seconds,
+        "think_s": args.think,
         "runs": results,
         "median": {
             "requests_per_s": statistics.median(r["requests_per_s"] for r in results),
@@ -221,7 +239,11 @@ def main() -> None:
         "machine": machine(),
     }
     m = summary["median"]
-    print(f"api_load: {args.clients} clients x {args.seconds:.0f} s, {args.runs} runs (medians)")
+    print(
+        f"api_load: {args.clients} clients x {args.seconds:.0f} s, think {args.think} s, "
+        f"{args.runs} runs (medians)"
+    )
+    print(f"  chat messages/s {statistics.median(r['posts'] for r in results) / args.seconds:.1f}")
     print(f"  requests/s {m['requests_per_s']:.0f}")
     print(
         f"  POST chat (enqueue) p50 {m['post_p50']:.1f}  p95 {m['post_p95']:.1f}  "

@@ -30,7 +30,10 @@ def database_url() -> str:
 class WorkerProcess:
     """``start()`` a worker and wait until it is ready; ``kill()`` it with SIGKILL."""
 
-    def __init__(self, *, log_dir: Path, env: dict[str, str], concurrency: int = 8) -> None:
+    def __init__(
+        self, *, log_dir: Path, env: dict[str, str], concurrency: int = 8, name: str = "test"
+    ) -> None:
+        self.name = name
         self.log_dir = log_dir
         self.env = env
         self.concurrency = concurrency
@@ -39,7 +42,7 @@ class WorkerProcess:
 
     def start(self, timeout: float = 30.0) -> None:
         self.starts += 1
-        self.log = self.log_dir / f"worker-{self.starts}.log"
+        self.log = self.log_dir / f"worker-{self.name}{self.starts}.log"
         env = {**os.environ, **self.env}
         env.pop("DJANGO_SETTINGS_MODULE", None)
         command = [
@@ -56,7 +59,7 @@ class WorkerProcess:
             "--loglevel",
             "INFO",
             "-n",
-            f"test{self.starts}@%h",
+            f"{self.name}{self.starts}@%h",
             "--without-gossip",
             "--without-mingle",
             "--without-heartbeat",
