@@ -7,9 +7,9 @@ The worker is stopped at an exact write without any hook in product code: this t
 own Postgres connection holds the lock that write needs, the test sees the worker wait
 on it in ``pg_stat_activity``, and kills it there.
 
-A Postgres restart is simulated with ``pg_terminate_backend`` on every other connection
-to the test database: that is what clients see of a restart (their connections dropped),
-without restarting the server that other databases on this machine share.
+A Postgres restart is simulated with ``pg_terminate_backend`` on every connection of the
+worker: that is what a client sees of a restart (its connections dropped), without
+restarting the server that other databases on this machine share.
 """
 
 from __future__ import annotations
@@ -351,14 +351,15 @@ class TestBrokerRestart:
 # --- 3. every database connection dropped mid-run ------------------------------------------
 
 
-def terminate_backends(*, keep: int) -> list[str]:
-    """What clients see of a Postgres restart: every connection to the test database is
-    dropped, except this test's own (``keep`` and the one doing it)."""
+def terminate_worker_backends() -> list[str]:
+    """What the worker sees of a Postgres restart: every one of its connections dropped.
+    The test process's own pool is left alone: it is the harness, not the subject, and a
+    pool whose reconnects fail mid-drop backs off for longer than the next test waits."""
     with psycopg.connect(database_url(), autocommit=True) as own:
         rows = own.execute(
             "SELECT application_name, pg_terminate_backend(pid) FROM pg_stat_activity "
-            "WHERE datname = current_database() AND pid <> pg_backend_pid() AND pid <> %s",
-            [keep],
+            "WHERE datname = current_database() AND application_name = %s",
+            [WORKER_APP],
         ).fetchall()
     return [name for name, terminated in rows if terminated]
 
@@ -367,14 +368,11 @@ def test_a_worker_recovers_its_database_connections(worker, fake_openai, make_ad
     """The model answers the moment the database has dropped every connection: the run
     carries on on new connections, and the same worker process serves a later run."""
     ad = make_ad(language="en")
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_backend_pid()")
-        test_backend = cursor.fetchone()[0]
     terminated: list[str] = []
 
     def slow_turn_during_restart(body: dict) -> Turn:
         time.sleep(1.0)  # the worker waits on the model...
-        terminated.extend(terminate_backends(keep=test_backend))  # ...and Postgres restarts
+        terminated.extend(terminate_worker_backends())  # ...and Postgres restarts
         fake_openai.responder = None
         fake_openai.script(
             turn("Music v1 is ready."),
