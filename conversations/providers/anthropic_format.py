@@ -30,6 +30,7 @@ from conversations.providers.base import (
     Usage,
     UserMessage,
     new_tool_call_id,
+    token_count,
 )
 from conversations.providers.profiles import ProviderProfile
 from conversations.providers.schemas import inline_defs
@@ -434,35 +435,21 @@ def usage_from(raw: Mapping[str, Any] | None) -> Usage | None:
     """
     if not isinstance(raw, Mapping) or raw.get("input_tokens") is None:
         return None
-    fresh = _int(raw.get("input_tokens"))
-    read = _int(raw.get("cache_read_input_tokens"))
-    written = _int(raw.get("cache_creation_input_tokens"))
+    fresh = token_count(raw.get("input_tokens"))
+    read = token_count(raw.get("cache_read_input_tokens"))
+    written = token_count(raw.get("cache_creation_input_tokens"))
     return Usage(
         prompt_tokens=fresh + read + written,
-        completion_tokens=_int(raw.get("output_tokens")),
+        completion_tokens=token_count(raw.get("output_tokens")),
         cached_prompt_tokens=read,
         cache_creation_tokens=written,
     )
 
 
 def estimated_usage(params: Mapping[str, Any], message: AssistantMessage) -> Usage:
-    """A rough count (4 characters a token) for a reply that reported no usage."""
+    """A rough count for a reply that reported no usage."""
     prompt_chars = sum(
         len(json.dumps(params.get(key) or [], ensure_ascii=False))
         for key in ("system", "messages", "tools")
     )
-    completion_chars = len(message.text) + sum(
-        len(call.raw_arguments) + len(call.name) for call in message.tool_calls
-    )
-    return Usage(
-        prompt_tokens=max(1, prompt_chars // 4),
-        completion_tokens=max(1, completion_chars // 4) if completion_chars else 0,
-        exact=False,
-    )
-
-
-def _int(value: Any) -> int:
-    try:
-        return max(0, int(value or 0))
-    except (TypeError, ValueError):
-        return 0
+    return Usage.estimate(prompt_chars=prompt_chars, message=message)

@@ -120,6 +120,26 @@ class Usage:
     cache_creation_tokens: int = 0  # input tokens written to the cache (Anthropic)
     exact: bool = True  # False when counted locally because the provider reported none
 
+    @classmethod
+    def estimate(cls, *, prompt_chars: int, message: AssistantMessage) -> Usage:
+        """A rough count (4 characters a token) for a reply that reported no usage."""
+        completion_chars = len(message.text) + sum(
+            len(call.raw_arguments) + len(call.name) for call in message.tool_calls
+        )
+        return cls(
+            prompt_tokens=max(1, prompt_chars // 4),
+            completion_tokens=max(1, completion_chars // 4) if completion_chars else 0,
+            exact=False,
+        )
+
+
+def token_count(value: Any) -> int:
+    """A provider's token figure as a non-negative int; 0 when it is missing or garbled."""
+    try:
+        return max(0, int(value or 0))
+    except (TypeError, ValueError):
+        return 0
+
 
 @dataclass(frozen=True)
 class ModelResponse:

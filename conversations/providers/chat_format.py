@@ -20,6 +20,7 @@ from conversations.providers.base import (
     ToolResultMessage,
     Usage,
     UserMessage,
+    token_count,
 )
 from conversations.providers.profiles import ProviderProfile
 from conversations.providers.schemas import wire_tools
@@ -161,29 +162,15 @@ def usage_from(raw: Mapping[str, Any] | None) -> Usage | None:
         or 0
     )
     return Usage(
-        prompt_tokens=_int(raw.get("prompt_tokens") or raw.get("input_tokens")),
-        completion_tokens=_int(raw.get("completion_tokens") or raw.get("output_tokens")),
-        cached_prompt_tokens=_int(cached),
-        cache_creation_tokens=_int(details.get("cache_creation_input_tokens")),
+        prompt_tokens=token_count(raw.get("prompt_tokens") or raw.get("input_tokens")),
+        completion_tokens=token_count(raw.get("completion_tokens") or raw.get("output_tokens")),
+        cached_prompt_tokens=token_count(cached),
+        cache_creation_tokens=token_count(details.get("cache_creation_input_tokens")),
     )
 
 
 def estimated_usage(payload: Mapping[str, Any], message: AssistantMessage) -> Usage:
-    """A rough count (4 characters a token) for providers that report no usage."""
+    """A rough count for providers that report no usage."""
     prompt_chars = len(json.dumps(payload.get("messages", []), ensure_ascii=False))
     prompt_chars += len(json.dumps(payload.get("tools", []), ensure_ascii=False))
-    completion_chars = len(message.text) + sum(
-        len(call.raw_arguments) + len(call.name) for call in message.tool_calls
-    )
-    return Usage(
-        prompt_tokens=max(1, prompt_chars // 4),
-        completion_tokens=max(1, completion_chars // 4) if completion_chars else 0,
-        exact=False,
-    )
-
-
-def _int(value: Any) -> int:
-    try:
-        return max(0, int(value or 0))
-    except (TypeError, ValueError):
-        return 0
+    return Usage.estimate(prompt_chars=prompt_chars, message=message)
