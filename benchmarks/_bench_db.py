@@ -7,6 +7,8 @@ from __future__ import annotations
 import math
 import os
 import platform
+import socket
+import subprocess
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
@@ -94,3 +96,19 @@ def write_results(name: str, data: dict) -> Path:
     path = RESULTS / f"{name}-{stamp}.json"
     path.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
     return path
+
+
+def free_port() -> int:
+    """A free TCP port on loopback, for a server a benchmark starts."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def start(command: list[str], env: dict[str, str], log: Path) -> subprocess.Popen:
+    """Start ``command`` in its own process group (stop it with ``os.killpg``), its output
+    to ``log``."""
+    with log.open("w") as out:
+        return subprocess.Popen(
+            command, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+        )

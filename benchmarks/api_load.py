@@ -17,9 +17,7 @@ import asyncio
 import logging
 import os
 import random
-import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -28,29 +26,17 @@ from pathlib import Path
 import httpx
 
 from benchmarks._bench_db import (
-    ROOT,
     bench_database_url,
     create_database,
+    free_port,
     machine,
     percentile,
     setup_django,
+    start,
     write_results,
 )
 
 BROKER = "redis://127.0.0.1:6379/14"
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def start(command: list[str], env: dict[str, str], log: Path) -> subprocess.Popen:
-    with log.open("w") as out:
-        return subprocess.Popen(
-            command, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
-        )
 
 
 def wait_http(url: str, timeout: float = 30) -> None:

@@ -24,7 +24,6 @@ import json
 import logging
 import os
 import random
-import socket
 import subprocess
 import sys
 import threading
@@ -43,9 +42,11 @@ from benchmarks._bench_db import (
     ROOT,
     bench_database_url,
     create_database,
+    free_port,
     machine,
     percentile,
     setup_django,
+    start,
     write_results,
 )
 from tests.fakes.server import TEST_API_KEY, FakeOpenAIServer, Turn, call, error_turn
@@ -231,19 +232,6 @@ class SoakProvider(FakeOpenAIServer):
 
 
 # --- processes ---------------------------------------------------------------------------
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def start(command: list[str], env: dict[str, str], log: Path) -> subprocess.Popen:
-    with log.open("w") as out:
-        return subprocess.Popen(
-            command, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
-        )
 
 
 def wait_until(ready, what: str, process: subprocess.Popen, log: Path, timeout: float) -> None:
