@@ -15,55 +15,14 @@ from conversations.loop import run_agent
 from conversations.models import Message, ModelCall, Run, RunEvent
 from conversations.services import run_claim, send_message, start_generation
 from drafts.models import Draft
+from tests.conversations.story import first_turn, run_of
 from tests.fakes.server import call, error_turn, turn
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-@pytest.fixture
-def en_ad(make_ad):
-    return make_ad(language="en", market="US", audience="Parents")
-
-
-@pytest.fixture
-def voices(make_voice):
-    return [
-        make_voice(language="en", gender="male", name="Jack", style="upbeat"),
-        make_voice(language="en", gender="female", name="Rachel", style="calm"),
-    ]
-
-
-def first_turn(voices) -> list:
-    jack, rachel = (str(v.pk) for v in voices)
-    return [
-        turn(tool_calls=[call("search_voices", {"language": "en", "count": 5})]),
-        turn(
-            "Writing the drafts.",
-            tool_calls=[
-                call(
-                    "create_voice_draft",
-                    {
-                        "tracks": [
-                            {"voiceId": jack, "text": "One plan for the whole family."},
-                            {"voiceId": rachel, "text": "Spotify Premium Family."},
-                        ]
-                    },
-                ),
-                call("create_music_draft", {"prompt": "warm acoustic pop, 95 bpm"}),
-                call("create_sfx_draft", {"prompts": [{"description": "soft whoosh"}]}),
-            ],
-        ),
-        turn("Created voices v1, music v1 and sfx v1. Review and activate."),
-    ]
-
-
-def run_of(run: Run) -> Run:
-    run.refresh_from_db()
-    return run
-
-
 def test_generation_then_refinement(fake_providers, en_ad, voices):
-    fake_providers.script(*first_turn(voices))
+    fake_providers.script(*first_turn(voices, turn))
     run = run_of(start_generation(ad=en_ad))
 
     assert run.status == "succeeded", run.error_message
@@ -117,7 +76,7 @@ def test_generation_then_refinement(fake_providers, en_ad, voices):
 
 
 def test_messages_model_calls_and_events_are_persisted(fake_providers, en_ad, voices):
-    fake_providers.script(*first_turn(voices))
+    fake_providers.script(*first_turn(voices, turn))
     run = run_of(start_generation(ad=en_ad))
 
     rows = list(Message.objects.filter(conversation=run.conversation).order_by("seq"))

@@ -14,6 +14,7 @@ from rest_framework.test import APIClient
 from conversations.models import Message, ModelCall, Run
 from conversations.services import send_message, start_generation
 from drafts.models import Draft
+from tests.conversations.story import first_turn, run_of
 from tests.fakes.anthropic_server import (
     ANTHROPIC_TEST_MODEL,
     FakeAnthropicServer,
@@ -37,54 +38,12 @@ def claude(fake_anthropic: FakeAnthropicServer, settings) -> FakeAnthropicServer
     return fake_anthropic
 
 
-@pytest.fixture
-def en_ad(make_ad):
-    return make_ad(language="en", market="US", audience="Parents")
-
-
-@pytest.fixture
-def voices(make_voice):
-    return [
-        make_voice(language="en", gender="male", name="Jack", style="upbeat"),
-        make_voice(language="en", gender="female", name="Rachel", style="calm"),
-    ]
-
-
-def first_turn(voices, language: str = "en") -> list:
-    one, two = (str(v.pk) for v in voices[:2])
-    return [
-        claude_turn(tool_calls=[call("search_voices", {"language": language, "count": 5})]),
-        claude_turn(
-            "Writing the drafts.",
-            tool_calls=[
-                call(
-                    "create_voice_draft",
-                    {
-                        "tracks": [
-                            {"voiceId": one, "text": "One plan for the whole family."},
-                            {"voiceId": two, "text": "Spotify Premium Family."},
-                        ]
-                    },
-                ),
-                call("create_music_draft", {"prompt": "warm acoustic pop, 95 bpm"}),
-                call("create_sfx_draft", {"prompts": [{"description": "soft whoosh"}]}),
-            ],
-        ),
-        claude_turn("Created voices v1, music v1 and sfx v1. Review and activate."),
-    ]
-
-
-def run_of(run: Run) -> Run:
-    run.refresh_from_db()
-    return run
-
-
 def roles(request: dict) -> list[str]:
     return [m["role"] for m in request["messages"]]
 
 
 def test_generation_then_refinement_on_claude(claude, en_ad, voices):
-    claude.script(*first_turn(voices))
+    claude.script(*first_turn(voices, claude_turn))
     run = run_of(start_generation(ad=en_ad, provider="anthropic"))
 
     assert run.status == "succeeded", run.error_message
@@ -266,7 +225,7 @@ def test_the_web_client_story_on_claude(claude, user, make_voice):
     ]
     api = APIClient()
     api.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=user).key}")
-    claude.script(*first_turn(thai, language="th"))
+    claude.script(*first_turn(thai, claude_turn, language="th"))
 
     ad = api.post("/api/ads/", {**BRIEF, "durationSeconds": 30}, format="json").json()
     generated = api.post(
