@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
-from django.db import connection
+from dataclasses import dataclass
+from decimal import Decimal
+from functools import cache
+from typing import Any
+
+from django.db import connection, transaction
+from django.db.models import Field, Model
+from django.db.models.fields import AutoFieldMixin
 
 
 def release_connection() -> None:
@@ -11,3 +18,130 @@ def release_connection() -> None:
     takes one again. A no-op without a pool or inside a transaction."""
     if connection.settings_dict.get("OPTIONS", {}).get("pool") and not connection.in_atomic_block:
         connection.close()
+
+
+@dataclass(frozen=True)
+class Add:
+    """An update value that adds ``amount`` to the field's current value."""
+
+    amount: int | Decimal
+
+
+class Batch:
+    """Inserts and updates collected during a step and written together.
+
+    On PostgreSQL the batch is one statement (the writes as data-modifying CTEs), so a
+    step of the agent loop costs one round trip and one commit instead of one per row;
+    elsewhere it is one statement per write inside a transaction. Either way it is all or
+    nothing. The rows of one model are inserted by one INSERT, in the order given (their
+    ids follow that order); ids are not read back, so a caller that needs a row's id sets
+    it before. Values are plain values (no expressions): the SQL is built directly from
+    the fields, without the ORM's query compiler, whose cost would exceed the write's.
+
+    ``durable=False`` commits the write's transaction asynchronously (PostgreSQL's
+    ``synchronous_commit = off`` for that transaction): no wait for the WAL flush, at the
+    price that a database crash may lose the last fraction of a second of such commits.
+    Consistency is kept (a later durable commit flushes everything before it), so it is
+    for writes that are replayed when lost, like the steps of a resumable run.
+    """
+
+    def __init__(self, *, durable: bool = True) -> None:
+        self.durable = durable
+        self._rows: dict[type[Model], list[Model]] = {}
+        self._updates: list[tuple[str, list]] = []
+        self._updated: set[tuple[type[Model], Any]] = set()
+
+    def __bool__(self) -> bool:
+        return bool(self._rows or self._updates)
+
+    def clear(self) -> None:
+        self._rows, self._updates, self._updated = {}, [], set()
+
+    def insert(self, *objs: Model) -> None:
+        for obj in objs:
+            self._rows.setdefault(type(obj), []).append(obj)
+
+    def update(self, model: type[Model], pk: Any, /, **values: Any) -> None:
+        """``UPDATE`` the row ``pk`` of ``model`` with ``values`` (by field name); a value
+        wrapped in ``Add`` is added to the field's current value."""
+        key = (model, pk)
+        if key in self._updated:
+            # PostgreSQL applies only one of two changes to a row in one statement.
+            raise ValueError(f"{model.__name__} {pk} is already updated in this batch.")
+        self._updated.add(key)
+        opts = model._meta
+        assignments, params = [], []
+        for name, value in values.items():
+            field = opts.get_field(name)
+            column = quote_name(field.column)
+            if isinstance(value, Add):
+                assignments.append(f"{column} = {column} + %s")
+                value = value.amount
+            else:
+                assignments.append(f"{column} = %s")
+            params.append(field.get_db_prep_save(value, connection))
+        params.append(opts.pk.get_db_prep_value(pk, connection))
+        self._updates.append(
+            (
+                f"UPDATE {quote_name(opts.db_table)} SET {', '.join(assignments)} "
+                f"WHERE {quote_name(opts.pk.column)} = %s",
+                params,
+            )
+        )
+
+    def write(self) -> None:
+        writes = [_insert_sql(model, rows) for model, rows in self._rows.items()]
+        writes += self._updates
+        self.clear()
+        if not writes:
+            return
+        with connection.cursor() as cursor:
+            if connection.vendor == "postgresql":
+                if not self.durable:
+                    # Transaction-local, so it applies to the commit of this statement's
+                    # transaction (or of the caller's, when one is open).
+                    writes.append(("SELECT set_config('synchronous_commit', 'off', true)", []))
+                *first, (last_sql, last_params) = writes
+                ctes = ", ".join(f"w{n} AS ({sql})" for n, (sql, _) in enumerate(first))
+                params = [p for _, ps in first for p in ps] + last_params
+                cursor.execute(f"WITH {ctes} {last_sql}" if first else last_sql, params)
+            else:
+                with transaction.atomic(savepoint=False):
+                    for sql, params in writes:
+                        cursor.execute(sql, params)
+
+
+def insert_rows(*objs: Model) -> None:
+    """Insert ``objs`` now, as one ``Batch``."""
+    batch = Batch()
+    batch.insert(*objs)
+    batch.write()
+
+
+def quote_name(name: str) -> str:
+    return connection.ops.quote_name(name)
+
+
+@cache
+def _insert_fields(model: type[Model]) -> tuple[Field, ...]:
+    """The columns an INSERT sets: every concrete field but a database-generated id."""
+    return tuple(
+        f
+        for f in model._meta.concrete_fields
+        if not f.generated and not (f.primary_key and isinstance(f, AutoFieldMixin))
+    )
+
+
+def _insert_sql(model: type[Model], rows: list[Model]) -> tuple[str, list]:
+    fields = _insert_fields(model)
+    params: list = []
+    for obj in rows:
+        obj._prepare_related_fields_for_save(operation_name="Batch.insert")
+        # As the ORM's own INSERT does: pre_save fills auto_now_add and the like.
+        params += [f.get_db_prep_save(f.pre_save(obj, True), connection) for f in fields]
+        obj._state.adding = False
+        obj._state.db = connection.alias
+    columns = ", ".join(quote_name(f.column) for f in fields)
+    row = f"({', '.join(['%s'] * len(fields))})"
+    values = ", ".join([row] * len(rows))
+    return f"INSERT INTO {quote_name(model._meta.db_table)} ({columns}) VALUES {values}", params

@@ -1,0 +1,92 @@
+"""``Batch``: a step's inserts and updates written as one statement, all or nothing."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+import pytest
+from django.contrib.auth.models import User
+from django.db import IntegrityError, connection, transaction
+from django.test.utils import CaptureQueriesContext
+
+from adstudio.db import Add, Batch
+from conversations.models import Conversation, Message, Run, RunEvent
+from drafts.models import Ad
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def run() -> Run:
+    owner = User.objects.create_user("batch-owner")
+    ad = Ad.objects.create(owner=owner, title="t", client="c", language="en", duration_s=30)
+    return Run.objects.create(conversation=Conversation.objects.create(ad=ad), input_text="hi")
+
+
+def test_rows_of_several_models_and_updates_are_one_statement(run):
+    batch = Batch()
+    batch.insert(Message(conversation=run.conversation, run=run, seq=1, role="user", text="a"))
+    batch.insert(*(RunEvent(run=run, seq=n, type="text", data={"n": n}) for n in (1, 2, 3)))
+    batch.insert(Message(conversation=run.conversation, run=run, seq=2, role="assistant"))
+    batch.update(Run, run.pk, rounds=4, cost=Add(Decimal("0.25")), model="m")
+    batch.update(Conversation, run.conversation_id, prompt_tokens=Add(10))
+
+    with CaptureQueriesContext(connection) as queries:
+        batch.write()
+
+    assert len(queries) == 1
+    assert not batch
+    messages = list(Message.objects.filter(run=run).order_by("id"))
+    # One INSERT per model, its rows in the order they were staged.
+    assert [(m.seq, m.role) for m in messages] == [(1, "user"), (2, "assistant")]
+    assert all(m.created_at is not None for m in messages)
+    events = RunEvent.objects.filter(run=run).order_by("id")
+    assert [e.data for e in events] == [{"n": 1}, {"n": 2}, {"n": 3}]
+    run.refresh_from_db()
+    assert (run.rounds, run.cost, run.model) == (4, Decimal("0.25"), "m")
+    run.conversation.refresh_from_db()
+    assert run.conversation.prompt_tokens == 10
+
+
+def test_add_adds_to_the_current_value(run):
+    Run.objects.filter(pk=run.pk).update(prompt_tokens=100)
+    batch = Batch()
+    batch.update(Run, run.pk, prompt_tokens=Add(23))
+    batch.write()
+    run.refresh_from_db()
+    assert run.prompt_tokens == 123
+
+
+def test_a_failing_write_writes_nothing_of_the_batch(run):
+    RunEvent.objects.create(run=run, seq=2, type="text")
+    batch = Batch()
+    batch.insert(Message(conversation=run.conversation, run=run, seq=1, role="user", text="a"))
+    batch.insert(RunEvent(run=run, seq=2, type="text"))  # taken: run_event_unique_seq
+    batch.update(Run, run.pk, rounds=9)
+
+    with pytest.raises(IntegrityError, match="run_event_unique_seq"), transaction.atomic():
+        batch.write()
+
+    assert not Message.objects.filter(run=run).exists()
+    run.refresh_from_db()
+    assert run.rounds == 0
+
+
+def test_a_row_updated_twice_in_one_batch_is_refused(run):
+    # PostgreSQL would apply only one of two changes to a row in one statement.
+    batch = Batch()
+    batch.update(Run, run.pk, rounds=1)
+    with pytest.raises(ValueError, match="already updated"):
+        batch.update(Run, run.pk, model="m")
+
+
+def test_clear_drops_what_was_staged(run):
+    batch = Batch()
+    batch.insert(RunEvent(run=run, seq=1, type="text"))
+    batch.update(Run, run.pk, rounds=1)
+    batch.clear()
+    batch.update(Run, run.pk, rounds=2)  # no longer a second update of the row
+    batch.write()
+    assert not RunEvent.objects.filter(run=run).exists()
+    run.refresh_from_db()
+    assert run.rounds == 2
