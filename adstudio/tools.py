@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel
 
 if TYPE_CHECKING:
+    from adstudio.db import Batch
     from drafts.models import Ad
 
 
@@ -27,6 +28,10 @@ class ToolContext:
     ad: Ad
     run_id: uuid.UUID | None = None
     tool_call_id: str = ""
+    # Where a writing tool stages its rows, to be written in one statement with the
+    # recording of its result (inside the call's transaction); None: rows are written
+    # at once. Holds this call's writes only: a failed handler's are discarded.
+    batch: Batch | None = None
 
 
 class ToolError(Exception):
@@ -52,6 +57,9 @@ class Tool:
     description: str
     args_model: type[BaseModel]
     handler: Callable[[ToolContext, Any], dict[str, Any]]
+    # A tool that only reads runs without a transaction of its own (two round trips
+    # fewer); one that writes runs in one with the recording of its result.
+    writes: bool = True
 
     def parameters_schema(self) -> dict[str, Any]:
         """The JSON schema of the arguments, as sent to providers."""

@@ -16,10 +16,8 @@ from dataclasses import dataclass, field
 
 from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
-from django.db import transaction
-from django.db.models import F
 
-from adstudio.db import release_connection
+from adstudio.db import Batch, release_connection
 from adstudio.tools import ToolContext
 from conversations import providers
 from conversations.heartbeat import Heartbeat
@@ -68,6 +66,16 @@ SUMMARY_SYSTEM_PROMPT = (
     "user's requests and preferences. Plain prose, at most 250 words."
 )
 TEXT_EVENT_INTERVAL = 0.25  # seconds between streamed text events
+_RUN_COUNTERS = (
+    "rounds",
+    "provider",
+    "model",
+    "prompt_tokens",
+    "completion_tokens",
+    "cached_tokens",
+    "cost",
+    "cost_exact",
+)
 
 
 @dataclass(frozen=True)
@@ -90,6 +98,11 @@ class Stop:
     message: str = ""
 
 
+@dataclass(frozen=True)
+class CallModel:
+    final: bool  # the round limit is reached: one last call, without tools
+
+
 @dataclass
 class RunState:
     """Everything one run works with; built once, then appended to as the run goes."""
@@ -103,6 +116,12 @@ class RunState:
     heartbeat: Heartbeat
     failures: Counter = field(default_factory=Counter)
     messages: list[Message] = field(default_factory=list)
+    # The current step's writes: one statement (and one commit) per step, not per row.
+    # A step lost to a database crash is redone when the run resumes, so its commit need
+    # not wait for the disk.
+    batch: Batch = field(default_factory=lambda: Batch(durable=False))
+    # What comes after the step being written, when it was decided with its writes.
+    planned: CallModel | Stop | None = None
 
     @property
     def ad(self):
@@ -209,7 +228,8 @@ def _summary_block(state: RunState) -> str:
 
 
 def _append(state: RunState, message: Message, *, extra: dict | None = None) -> MessageRow:
-    """Persist ``message`` as the conversation's next row and add it to the history."""
+    """Add ``message`` to the history as the conversation's next row, written with the
+    step's batch."""
     fields: dict = {"text": getattr(message, "text", "")}
     if isinstance(message, AssistantMessage):
         fields.update(
@@ -228,13 +248,14 @@ def _append(state: RunState, message: Message, *, extra: dict | None = None) -> 
     else:
         fields.update(role=Role.USER)
     fields.update(extra or {})
-    row = MessageRow.objects.create(
+    row = MessageRow(
         conversation=state.conversation,
         run=state.run,
         seq=state.next_seq,
         tokens=message_tokens(message),
         **fields,
     )
+    state.batch.insert(row)
     state.next_seq += 1
     state.rows.append(row)
     state.messages.append(message)
@@ -251,25 +272,36 @@ def _drive(state: RunState) -> Final | Stop:
     if isinstance(resume, RunTools):
         _run_tools(state, resume)
     while True:
-        if state.heartbeat.cancel_requested:
-            return Stop(RunStatus.CANCELLED, StopCause.CANCELLED)
-        spent = state.run.prompt_tokens + state.run.completion_tokens
-        if spent >= settings.ADSTUDIO_RUN_TOKEN_BUDGET:
-            return Stop(
-                RunStatus.FAILED,
-                StopCause.TOKEN_BUDGET,
-                "token_budget",
-                f"The run stopped after {spent} tokens "
-                f"(budget {settings.ADSTUDIO_RUN_TOKEN_BUDGET}).",
-            )
-        if state.run.rounds >= settings.ADSTUDIO_MAX_ROUNDS:
-            step = _model_step(state, final=True)
+        plan, state.planned = state.planned or _plan_next(state), None
+        if isinstance(plan, Stop):
+            return plan
+        step = _model_step(state, final=plan.final)
+        if plan.final:
             text = step.text if isinstance(step, Final) else ""
             return Final(text=text, cause=StopCause.MAX_ROUNDS)
-        step = _model_step(state)
         if not isinstance(step, RunTools):
             return step
         _run_tools(state, step)
+
+
+def _plan_next(state: RunState) -> CallModel | Stop:
+    """Whether the run calls the model again. A model call's ``model_call.started`` event
+    is staged with the writes in progress, so it costs no statement of its own."""
+    if state.heartbeat.cancel_requested:
+        return Stop(RunStatus.CANCELLED, StopCause.CANCELLED)
+    spent = state.run.prompt_tokens + state.run.completion_tokens
+    if spent >= settings.ADSTUDIO_RUN_TOKEN_BUDGET:
+        return Stop(
+            RunStatus.FAILED,
+            StopCause.TOKEN_BUDGET,
+            "token_budget",
+            f"The run stopped after {spent} tokens (budget {settings.ADSTUDIO_RUN_TOKEN_BUDGET}).",
+        )
+    round_no = state.run.rounds + 1
+    state.batch.insert(
+        *state.events.numbered((RunEventType.MODEL_CALL_STARTED, {"round": round_no}))
+    )
+    return CallModel(final=state.run.rounds >= settings.ADSTUDIO_MAX_ROUNDS)
 
 
 def _resume_point(state: RunState) -> RunTools | Final | None:
@@ -303,15 +335,19 @@ def _model_step(state: RunState, *, final: bool = False) -> RunTools | Final | S
         tools=tool_specs(),
         options=options,
     )
-    state.events.append((RunEventType.MODEL_CALL_STARTED, {"round": round_no}))
+    state.batch.write()  # the model_call.started event, with what came before it
     text_stream = _TextEvents(state.events)
     release_connection()  # a worker with many runs waiting needs few connections
-    response = providers.generate(
-        request,
-        route=state.route,
-        on_attempt=lambda attempt: _record_attempt(run, round_no, attempt),
-        on_text=text_stream.add,
-    )
+    try:
+        response = providers.generate(
+            request,
+            route=state.route,
+            on_attempt=lambda attempt: state.batch.insert(_model_call(run, round_no, attempt)),
+            on_text=text_stream.add,
+        )
+    except Exception:
+        state.batch.write()  # the failed attempts, for staff
+        raise
     text_stream.flush()
     usage = response.usage  # adapters estimate it (exact=False) when the provider sent none
     message = response.message
@@ -331,23 +367,22 @@ def _model_step(state: RunState, *, final: bool = False) -> RunTools | Final | S
         message = AssistantMessage(text=message.text, provider_data=message.provider_data)
     else:
         extra = {}
-    # Three single statements, no transaction: the message is the step; the run's
-    # counters and the events are bookkeeping that a resumed run does not depend on.
+    # The model calls, the message, the run's counters and the events: one write.
     row = _append(state, message, extra=extra)
-    Run.objects.filter(pk=run.pk).update(
-        rounds=F("rounds") + 1,
-        provider=response.provider,
-        model=response.model,
-        prompt_tokens=F("prompt_tokens") + usage.prompt_tokens,
-        completion_tokens=F("completion_tokens") + usage.completion_tokens,
-        cached_tokens=F("cached_tokens") + usage.cached_prompt_tokens,
-        cost=F("cost") + usage_cost(model=response.model, usage=usage),
-        **({} if usage.exact else {"cost_exact": False}),
-    )
+    # This worker is the run's only writer of its counters: they are counted here and
+    # written as values.
     run.rounds += 1
     run.provider, run.model = response.provider, response.model
     run.prompt_tokens += usage.prompt_tokens
     run.completion_tokens += usage.completion_tokens
+    run.cached_tokens += usage.cached_prompt_tokens
+    run.cost += usage_cost(model=response.model, usage=usage)
+    run.cost_exact = run.cost_exact and usage.exact
+    state.batch.update(
+        Run,
+        run.pk,
+        **{name: getattr(run, name) for name in _RUN_COUNTERS},
+    )
     events = []
     if message.text and not text_stream.sent_any:
         events.append((RunEventType.TEXT, {"text": message.text}))
@@ -358,7 +393,8 @@ def _model_step(state: RunState, *, final: bool = False) -> RunTools | Final | S
                 {"toolCallId": call.id, "name": call.name, "arguments": call.arguments},
             )
         )
-    state.events.append(*events)
+    state.batch.insert(*state.events.numbered(*events))
+    state.batch.write()
     if truncated:
         return Stop(
             RunStatus.FAILED,
@@ -380,14 +416,18 @@ def _model_step(state: RunState, *, final: bool = False) -> RunTools | Final | S
 
 
 def _run_tools(state: RunState, step: RunTools) -> None:
-    for call in step.calls:
+    for index, call in enumerate(step.calls):
+        is_last = index == len(step.calls) - 1
         # A draft is keyed by the assistant message and the call id: some providers
         # reuse call ids across rounds, a message sequence number never repeats.
         ctx = ToolContext(
-            ad=state.ad, run_id=state.run.pk, tool_call_id=f"{step.message_seq}:{call.id}"[:128]
+            ad=state.ad,
+            run_id=state.run.pk,
+            tool_call_id=f"{step.message_seq}:{call.id}"[:128],
+            batch=state.batch,
         )
 
-        def record(outcome: ToolOutcome, call: ToolCall = call) -> None:
+        def record(outcome: ToolOutcome, call: ToolCall = call, is_last: bool = is_last) -> None:
             _append(
                 state,
                 ToolResultMessage(
@@ -419,7 +459,10 @@ def _run_tools(state: RunState, step: RunTools) -> None:
                         },
                     )
                 )
-            state.events.append(*events)
+            state.batch.insert(*state.events.numbered(*events))
+            if is_last:  # decided now, so its event is written with this result
+                state.planned = _plan_next(state)
+            state.batch.write()
 
         if state.failures[call.name] >= settings.ADSTUDIO_MAX_TOOL_FAILURES:
             outcome = ToolOutcome(
@@ -430,8 +473,7 @@ def _run_tools(state: RunState, step: RunTools) -> None:
                 },
                 is_error=True,
             )
-            with transaction.atomic():
-                record(outcome)
+            record(outcome)
         else:
             outcome = execute_tool_call(call, ctx, record=record)
         if outcome.is_error:
@@ -463,11 +505,11 @@ class _TextEvents:
         self.last = time.monotonic()
 
 
-def _record_attempt(run: Run, round_no: int, attempt: providers.Attempt) -> None:
+def _model_call(run: Run, round_no: int, attempt: providers.Attempt) -> ModelCall:
     response: ModelResponse | None = attempt.response
     usage = response.usage if response else Usage()
     error = attempt.error
-    ModelCall.objects.create(
+    return ModelCall(
         run=run,
         round=round_no,
         attempt=attempt.attempt,
@@ -516,7 +558,9 @@ def _summarise_if_needed(state: RunState) -> None:
         response = providers.generate(
             request,
             route=state.route,
-            on_attempt=lambda attempt: _record_attempt(state.run, round_no, attempt),
+            on_attempt=lambda attempt: state.batch.insert(
+                _model_call(state.run, round_no, attempt)
+            ),
         )
         summary = response.message.text.strip()
     except ProviderError:
@@ -525,8 +569,11 @@ def _summarise_if_needed(state: RunState) -> None:
         )
         summary = state.conversation.summary
     upto = older[-1][-1].seq
-    Conversation.objects.filter(pk=state.conversation.pk).update(
-        summary=summary, summary_upto_seq=upto
+    state.batch.update(
+        Conversation,
+        state.conversation.pk,
+        summary=summary,
+        summary_upto_seq=upto,
     )
     state.conversation.summary = summary
     state.conversation.summary_upto_seq = upto

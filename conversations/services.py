@@ -19,6 +19,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
+from adstudio.db import Add, Batch
 from conversations import providers
 from conversations.models import (
     Conversation,
@@ -157,6 +158,9 @@ class Claim:
     cancel_requested: bool
 
 
+_CLAIMED_FIELDS = ("status", "started_at", "heartbeat_at", "error_code", "error_message")
+
+
 def run_claim(*, run_id: uuid.UUID) -> Claim | None:
     """Take the run for this worker, or return None when it must not run now.
 
@@ -206,12 +210,13 @@ def run_claim(*, run_id: uuid.UUID) -> Claim | None:
         run.heartbeat_at = now
         if run.error_code == ENQUEUE_FAILED:
             run.error_code, run.error_message = "", ""
-        run.save(
-            update_fields=["status", "started_at", "heartbeat_at", "error_code", "error_message"]
-        )
         # A new run has no events yet; a resumed one continues its numbering.
         events = EventLog(run, next_seq=None if resumed else 1)
-        events.append((RunEventType.RUN_STARTED, {"resumed": resumed}))
+        # A claim lost to a database crash is made again by the recovery sweep.
+        writes = Batch(durable=False)
+        writes.update(Run, run.pk, **{f: getattr(run, f) for f in _CLAIMED_FIELDS})
+        writes.insert(*events.numbered((RunEventType.RUN_STARTED, {"resumed": resumed})))
+        writes.write()
         return Claim(run=run, events=events, cancel_requested=run.cancel_requested)
 
 
@@ -228,6 +233,12 @@ class EventLog:
         self._next = next_seq
 
     def append(self, *events: tuple[RunEventType, dict]) -> list[RunEvent]:
+        """Write ``events`` now."""
+        rows = self.numbered(*events)
+        return RunEvent.objects.bulk_create(rows) if rows else []
+
+    def numbered(self, *events: tuple[RunEventType, dict]) -> list[RunEvent]:
+        """The next rows of the log, for the caller to write (with other rows of a step)."""
         if not events:
             return []
         if self._next is None:
@@ -242,9 +253,18 @@ class EventLog:
             RunEvent(run=self.run, seq=self._next + i, type=type, data=data)
             for i, (type, data) in enumerate(events)
         ]
-        created = RunEvent.objects.bulk_create(rows)
         self._next += len(rows)
-        return created
+        return rows
+
+
+_FINISHED_FIELDS = (
+    "status",
+    "stop_cause",
+    "error_code",
+    "error_message",
+    "final_message",
+    "finished_at",
+)
 
 
 def _finish(
@@ -257,35 +277,35 @@ def _finish(
     final_message: str = "",
     events: EventLog | None = None,
 ) -> None:
+    now = timezone.now()
     run.status = status
     run.stop_cause = cause
     run.error_code = error_code
     run.error_message = error_message[:4000]
     run.final_message = final_message
-    run.finished_at = timezone.now()
-    run.save(
-        update_fields=[
-            "status",
-            "stop_cause",
-            "error_code",
-            "error_message",
-            "final_message",
-            "finished_at",
-        ]
+    run.finished_at = now
+    writes = Batch()
+    writes.update(Run, run.pk, **{f: getattr(run, f) for f in _FINISHED_FIELDS})
+    # The run's usage is added to its conversation's totals; the conversation's
+    # updated_at is its last activity.
+    writes.update(
+        Conversation,
+        run.conversation_id,
+        prompt_tokens=Add(run.prompt_tokens),
+        completion_tokens=Add(run.completion_tokens),
+        cached_tokens=Add(run.cached_tokens),
+        cost=Add(run.cost),
+        updated_at=now,
     )
-    Conversation.objects.filter(pk=run.conversation_id).update(
-        prompt_tokens=F("prompt_tokens") + run.prompt_tokens,
-        completion_tokens=F("completion_tokens") + run.completion_tokens,
-        cached_tokens=F("cached_tokens") + run.cached_tokens,
-        cost=F("cost") + run.cost,
-        updated_at=timezone.now(),
-    )
-    (events or EventLog(run)).append(
-        (
-            RunEventType.RUN_FINISHED,
-            {"status": status, "stopCause": cause, "errorCode": error_code},
+    writes.insert(
+        *(events or EventLog(run)).numbered(
+            (
+                RunEventType.RUN_FINISHED,
+                {"status": status, "stopCause": cause, "errorCode": error_code},
+            )
         )
     )
+    writes.write()
     _enqueue_next(conversation_id=run.conversation_id)
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable
+from contextlib import nullcontext
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
@@ -92,6 +93,12 @@ def _prepare(call: ToolCall, ctx: ToolContext) -> tuple[Tool, BaseModel] | ToolO
         )
 
 
+def _discard_staged(ctx: ToolContext) -> None:
+    """Rows a failed handler staged go the way of its rolled-back transaction."""
+    if ctx.batch is not None:
+        ctx.batch.clear()
+
+
 def execute_tool_call(
     call: ToolCall,
     ctx: ToolContext,
@@ -104,6 +111,7 @@ def execute_tool_call(
     ``record(outcome)`` (persisting the tool message) runs in the same transaction as the
     handler, so a result is stored exactly when the handler's writes are. A handler that
     fails rolls back everything it wrote; its error result is then recorded on its own.
+    A read-only tool has nothing to roll back and runs without a transaction.
     """
     prepared = _prepare(call, ctx)
     if isinstance(prepared, ToolOutcome):
@@ -111,20 +119,21 @@ def execute_tool_call(
     else:
         tool, args = prepared
         try:
-            with transaction.atomic():
+            with transaction.atomic() if tool.writes else nullcontext():
                 outcome = ToolOutcome(tool.handler(ctx, args), is_error=False)
                 if record is not None:
                     record(outcome)
             return outcome
         except ToolError as exc:
             outcome = ToolOutcome(exc.as_result(), is_error=True)
+            _discard_staged(ctx)
         except Exception:
+            _discard_staged(ctx)
             logger.exception("tool %s failed on call %s", call.name, call.id)
             outcome = _error(
                 f"{call.name} failed with an internal error.",
                 "Try once more; if it fails again, tell the user and continue without it.",
             )
     if record is not None:
-        with transaction.atomic():
-            record(outcome)
+        record(outcome)
     return outcome

@@ -6,9 +6,10 @@ import uuid
 from dataclasses import dataclass
 
 from django.db import transaction
-from django.db.models import Q
+from django.db.models import OuterRef, Subquery
 from django.utils import timezone
 
+from adstudio.db import Batch, insert_rows
 from drafts.locks import ad_lock
 from drafts.models import Ad, Draft, DraftAuthor, DraftKind, DraftStatus
 
@@ -64,44 +65,62 @@ def draft_create(
     created_by: DraftAuthor | str = DraftAuthor.LLM,
     run_id: uuid.UUID | None = None,
     tool_call_id: str = "",
+    batch: Batch | None = None,
 ) -> tuple[Draft, bool]:
     """Write the next version of ``kind`` for ``ad``; returns ``(draft, created)``.
 
     Version numbers come from the ad's row lock, so concurrent writers get 1, 2, 3...
     with no gap or duplicate. With a ``run_id`` the call is idempotent per
     ``(run_id, tool_call_id)``: a replayed tool call returns the draft it wrote first.
+    With a ``batch`` (a tool call's), the new row is staged there and written with the
+    call's result, still under the lock: the caller's transaction must be open.
     """
+    if batch is not None and not transaction.get_connection().in_atomic_block:
+        raise transaction.TransactionManagementError(
+            "draft_create with a batch must run inside the caller's transaction."
+        )
     # No savepoint of its own: inside a caller's transaction (a tool call) it is part of
     # that unit of work; alone, it is one.
     with transaction.atomic(savepoint=False):
+        # The lock first, then the reads, each statement with a snapshot taken after the
+        # lock is held: a subquery of the locking statement itself would read the
+        # versions as they were before a concurrent writer committed.
         ad_lock(ad_id=ad.pk)
-        latest_of_kind = Draft.objects.filter(ad_id=ad.pk, kind=kind).order_by("-version")[:1]
-        if run_id is None:
-            rows = list(latest_of_kind)
-        else:
-            # The draft this call wrote before, if it did, and the latest: one query. (A
-            # subquery, not a UNION: SQLite refuses ORDER BY/LIMIT inside a UNION.)
-            rows = list(
-                Draft.objects.filter(
-                    Q(run_id=run_id, tool_call_id=tool_call_id)
-                    | Q(pk__in=latest_of_kind.values("pk"))
-                )
+        latest = Draft.objects.filter(ad_id=OuterRef("pk"), kind=kind).order_by("-version")
+        replayed = (
+            Draft.objects.filter(run_id=run_id, tool_call_id=tool_call_id)
+            if run_id is not None
+            else Draft.objects.none()
+        )
+        # The latest version of the kind and the draft this call wrote before (if it
+        # did): one query.
+        found = (
+            Ad.objects.filter(pk=ad.pk)
+            .values_list(
+                Subquery(latest.values("pk")[:1]),
+                Subquery(latest.values("version")[:1]),
+                Subquery(replayed.values("pk")[:1]),
             )
-            for row in rows:
-                if row.run_id == run_id and row.tool_call_id == tool_call_id:
-                    return row, False
-        parent = rows[0] if rows else None
-        draft = Draft.objects.create(
+            .get()
+        )
+        parent_id, parent_version, replayed_id = found
+        if replayed_id is not None:
+            return Draft.objects.get(pk=replayed_id), False
+        draft = Draft(
             ad_id=ad.pk,
             kind=kind,
-            version=(parent.version if parent else 0) + 1,
+            version=(parent_version or 0) + 1,
             payload=payload,
             summary=summary[:500],
             created_by=created_by,
             run_id=run_id,
             tool_call_id=tool_call_id,
-            parent=parent,
+            parent_id=parent_id,
         )
+        if batch is None:
+            insert_rows(draft)
+        else:
+            batch.insert(draft)
         return draft, True
 
 

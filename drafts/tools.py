@@ -98,6 +98,7 @@ def _write(ctx: ToolContext, kind: DraftKind, payload: dict, summary: str) -> Dr
         summary=summary,
         run_id=ctx.run_id,
         tool_call_id=ctx.tool_call_id,
+        batch=ctx.batch,
     )
     return draft
 
@@ -224,4 +225,5 @@ GET_CURRENT_STATE = Tool(
     ),
     args_model=GetCurrentStateArgs,
     handler=get_current_state,
+    writes=False,
 )

@@ -139,4 +139,5 @@ SEARCH_VOICES = Tool(
     ),
     args_model=SearchVoicesArgs,
     handler=search_voices_handler,
+    writes=False,
 )

@@ -74,13 +74,14 @@ def lock_holder() -> Iterator[psycopg.Connection]:
         holder.close()
 
 
-def backends_waiting_on_lock(statement: str) -> list[int]:
-    """Backends of the test database blocked on a lock while running ``statement...``."""
+def backends_waiting_on_lock(fragment: str) -> list[int]:
+    """Backends of the test database blocked on a lock in a statement containing
+    ``fragment`` (a step's writes are one statement: the fragment may be in a CTE)."""
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT pid FROM pg_stat_activity WHERE datname = current_database() "
             "AND wait_event_type = 'Lock' AND application_name = %s AND query LIKE %s",
-            [WORKER_APP, statement + "%"],
+            [WORKER_APP, f"%{fragment}%"],
         )
         return [pid for (pid,) in cursor.fetchall()]
 
@@ -190,8 +191,8 @@ def assert_invariants(runs: list[Run], *, survivors: set[tuple] = frozenset()) -
 
 
 def test_killed_between_draft_write_and_tool_message(worker, fake_openai, make_ad):
-    """The draft and its tool message are one transaction: after the kill neither exists,
-    and the resumed run executes the call once."""
+    """The draft and its tool message are one write: after the kill neither exists, and
+    the resumed run executes the call once."""
     ad = make_ad(language="en")
     fake_openai.script(
         turn(tool_calls=[call("create_music_draft", {"prompt": "warm acoustic pop"})], delay=1.0),
@@ -203,7 +204,8 @@ def test_killed_between_draft_write_and_tool_message(worker, fake_openai, make_a
 
     with lock_holder() as holder:
         # Messages so far: the user's (#1); the model's reply is #2, its tool result #3.
-        # An uncommitted #3 of our own makes the worker's insert of #3 wait for us.
+        # An uncommitted #3 of our own makes the worker's write of #3 (with the draft, in
+        # one statement) wait for us.
         holder.execute(
             "INSERT INTO conversations_message (conversation_id, seq, role, text, tool_calls, "
             "tool_call_id, name, is_error, provider_data, tokens, created_at) "
@@ -215,7 +217,7 @@ def test_killed_between_draft_write_and_tool_message(worker, fake_openai, make_a
             what="the worker to wait on the tool message insert",
         )
         assert len(pids) == 1
-        # It wrote the draft in the same transaction (uncommitted, so invisible here).
+        # The same statement inserts the draft (uncommitted, so invisible here).
         assert holds_lock(pids[0], "drafts_draft", "RowExclusiveLock")
         assert not Draft.objects.filter(ad=ad).exists()
         survivors = stored([conversation])
@@ -255,12 +257,16 @@ def test_killed_after_final_message_before_run_is_marked_done(worker, fake_opena
     wait_for(lambda: len(fake_openai.requests) == 2, what="the final model request")
 
     with lock_holder() as holder:
-        # Right after storing a reply the worker updates the run's counters; holding the
-        # run row (NO KEY: inserts that reference the run still pass) makes it wait there.
-        holder.execute("SELECT 1 FROM conversations_run WHERE id = %s FOR NO KEY UPDATE", [run.pk])
+        # After storing the final reply the worker marks the run done and adds its usage
+        # to the conversation; holding the conversation row (NO KEY: inserts that
+        # reference it still pass) makes it wait there, with the reply committed.
+        holder.execute(
+            "SELECT 1 FROM conversations_conversation WHERE id = %s FOR NO KEY UPDATE",
+            [run.conversation_id],
+        )
         pids = wait_for(
-            lambda: backends_waiting_on_lock('UPDATE "conversations_run" SET "rounds"'),
-            what="the worker to wait on the run update after the final message",
+            lambda: backends_waiting_on_lock('UPDATE "conversations_conversation"'),
+            what="the worker to wait on finishing the run after the final message",
         )
         final = Message.objects.filter(conversation=run.conversation).order_by("-seq").first()
         assert (final.seq, final.role, final.text) == (4, "assistant", "Music v1 is ready.")
