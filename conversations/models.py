@@ -37,7 +37,11 @@ class RunStatus(models.TextChoices):
 
 class Conversation(models.Model):
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
-    ad = models.ForeignKey(Ad, on_delete=models.CASCADE, related_name="conversations")
+    # Indexed by conversation_ad_recent's leading column, like the foreign keys below
+    # whose lookups an index of the model already serves: one more would only cost writes.
+    ad = models.ForeignKey(
+        Ad, on_delete=models.CASCADE, related_name="conversations", db_index=False
+    )
     provider = models.CharField(max_length=32, blank=True)
     model = models.CharField(max_length=100, blank=True)
     summary = models.TextField(
@@ -73,7 +77,9 @@ class Run(models.Model):
     """One execution of the agent loop for one user turn."""
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
-    conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="runs")
+    conversation = models.ForeignKey(
+        Conversation, on_delete=models.CASCADE, related_name="runs", db_index=False
+    )  # run_conversation_order
     status = models.CharField(max_length=10, choices=RunStatus.choices, default=RunStatus.QUEUED)
     input_text = models.TextField(help_text="The user's message, stored before anything runs.")
     provider = models.CharField(max_length=32, blank=True)
@@ -134,8 +140,8 @@ class Run(models.Model):
 
 class Message(models.Model):
     conversation = models.ForeignKey(
-        Conversation, on_delete=models.CASCADE, related_name="messages"
-    )
+        Conversation, on_delete=models.CASCADE, related_name="messages", db_index=False
+    )  # message_unique_seq
     seq = models.PositiveIntegerField()
     role = models.CharField(max_length=10, choices=Role.choices)
     text = models.TextField(blank=True)
@@ -150,12 +156,17 @@ class Message(models.Model):
     # Estimated once at write time, so trimming never re-tokenises the history.
     tokens = models.PositiveIntegerField(default=0)
     run = models.ForeignKey(
-        Run, null=True, blank=True, on_delete=models.SET_NULL, related_name="messages"
-    )
+        Run,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="messages",
+        db_index=False,
+    )  # message_run_seq
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
-        ordering = ["conversation", "seq"]
+        ordering = ["conversation_id", "seq"]
         constraints = [
             # The conversation's order: one message per position, no duplicates.
             models.UniqueConstraint(fields=["conversation", "seq"], name="message_unique_seq"),
@@ -195,7 +206,7 @@ class ModelCall(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
-        ordering = ["run", "id"]  # the order the calls were made in
+        ordering = ["run_id", "id"]  # the order the calls were made in
         constraints = [
             models.CheckConstraint(condition=Q(round__gte=1), name="model_call_round_positive"),
         ]
@@ -217,14 +228,16 @@ class RunEventType(models.TextChoices):
 class RunEvent(models.Model):
     """A progress event of a run, numbered so a client can follow the run live."""
 
-    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="events")
+    run = models.ForeignKey(
+        Run, on_delete=models.CASCADE, related_name="events", db_index=False
+    )  # run_event_unique_seq
     seq = models.PositiveIntegerField()
     type = models.CharField(max_length=24, choices=RunEventType.choices)
     data = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
-        ordering = ["run", "seq"]
+        ordering = ["run_id", "seq"]
         constraints = [
             models.UniqueConstraint(fields=["run", "seq"], name="run_event_unique_seq"),
             models.CheckConstraint(

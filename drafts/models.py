@@ -64,7 +64,9 @@ class DraftAuthor(models.TextChoices):
 
 class Draft(models.Model):
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
-    ad = models.ForeignKey(Ad, on_delete=models.CASCADE, related_name="drafts")
+    # Indexed by the leading column of draft_unique_version_per_kind (and the FK needs no
+    # index of its own, which would only cost writes).
+    ad = models.ForeignKey(Ad, on_delete=models.CASCADE, related_name="drafts", db_index=False)
     kind = models.CharField(max_length=8, choices=DraftKind.choices)
     version = models.PositiveIntegerField()
     status = models.CharField(max_length=8, choices=DraftStatus.choices, default=DraftStatus.DRAFT)
@@ -74,8 +76,9 @@ class Draft(models.Model):
         max_length=8, choices=DraftAuthor.choices, default=DraftAuthor.LLM
     )
     # The run and tool call that wrote this draft. A plain UUID, not a foreign key:
-    # conversations depend on drafts, never the other way round.
-    run_id = models.UUIDField(null=True, blank=True, db_index=True)
+    # conversations depend on drafts, never the other way round. Looked up through
+    # draft_unique_tool_call_per_run, whose leading column it is.
+    run_id = models.UUIDField(null=True, blank=True)
     tool_call_id = models.CharField(max_length=128, blank=True)
     parent = models.ForeignKey(
         "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="children"
@@ -84,7 +87,7 @@ class Draft(models.Model):
     activated_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
-        ordering = ["ad", "kind", "-version"]
+        ordering = ["ad_id", "kind", "-version"]
         constraints = [
             # Versions are numbered per ad and kind; a race can never write two v3s.
             models.UniqueConstraint(
