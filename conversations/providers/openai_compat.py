@@ -7,9 +7,10 @@ here into our hierarchy, so nothing above this module ever sees the SDK.
 
 from __future__ import annotations
 
+import json
 import ssl
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 import httpx2  # the openai SDK's HTTP client
@@ -95,17 +96,13 @@ class OpenAICompatProvider:
             raise
         except openai.APIStatusError as exc:
             raise self._status_error(exc) from None
-        except openai.APITimeoutError:
+        except (openai.APITimeoutError, httpx2.TimeoutException):
             raise TransientError(
                 f"no response within {self.timeout:g}s", provider=self.name
             ) from None
         except openai.APIConnectionError as exc:
             raise TransientError(
                 f"connection failed: {self._scrub(str(exc.__cause__ or exc))}", provider=self.name
-            ) from None
-        except openai.APIError as exc:  # an error object sent after HTTP 200
-            raise classify_stream_error(
-                exc.body if exc.body is not None else exc.message, **self._error_context()
             ) from None
         except (httpx2.HTTPError, ssl.SSLError) as exc:  # a body read after the SDK let go
             raise TransientError(
@@ -126,23 +123,37 @@ class OpenAICompatProvider:
 
     # --- wire ------------------------------------------------------------------------
 
-    def _stream(self, payload: dict[str, Any], accumulator: StreamAccumulator) -> str:
+    def _post(self, payload: dict[str, Any], *, stream: bool) -> httpx2.Response:
+        """The request through the SDK's client (auth, headers, timeouts, status errors)
+        with the body as built: the SDK's typed-parameter transform would walk the whole
+        history on every call, for nothing (most of the client's CPU per call)."""
         assert self._client is not None
-        raw = self._client.chat.completions.with_raw_response.create(**payload)
-        request_id = _request_id(raw.headers)
-        stream = raw.parse()
+        return self._client.post(
+            "/chat/completions", cast_to=httpx2.Response, body=payload, stream=stream
+        )
+
+    def _stream(self, payload: dict[str, Any], accumulator: StreamAccumulator) -> str:
+        response = self._post(payload, stream=True)
+        request_id = _request_id(response.headers)
         try:
-            for chunk in stream:
-                data = chunk.to_dict() if hasattr(chunk, "to_dict") else chunk
-                if not isinstance(data, Mapping):
+            for data in sse_data(response.iter_lines()):
+                if data.startswith("[DONE]"):
+                    # Read on to the end of the body, so the connection goes back to
+                    # the pool instead of being closed (a new connection, and TLS
+                    # handshake, per call).
+                    continue
+                chunk = json.loads(data)
+                if not isinstance(chunk, Mapping):
                     raise TransientError(
-                        f"stream chunk is not a JSON object: {str(data)[:200]}",
+                        f"stream chunk is not a JSON object: {str(chunk)[:200]}",
                         provider=self.name,
                         request_id=request_id,
                     )
-                accumulator.add_chunk(data)
+                if chunk.get("error"):  # an error object after HTTP 200
+                    raise classify_stream_error(chunk["error"], **self._error_context(request_id))
+                accumulator.add_chunk(chunk)
         finally:
-            stream.close()
+            response.close()
         if not accumulator.finished:
             raise TransientError(
                 f"stream ended without a finish reason after {accumulator.chunks} chunks "
@@ -153,10 +164,9 @@ class OpenAICompatProvider:
         return request_id
 
     def _complete(self, payload: dict[str, Any], accumulator: StreamAccumulator) -> str:
-        assert self._client is not None
-        raw = self._client.chat.completions.with_raw_response.create(**payload)
-        request_id = _request_id(raw.headers)
-        data = raw.parse(to=dict)
+        response = self._post(payload, stream=False)
+        request_id = _request_id(response.headers)
+        data = response.json()
         if not isinstance(data, Mapping):
             raise TransientError(
                 f"response body is not a JSON object: {self._scrub(str(data))[:200]!r}",
@@ -229,6 +239,23 @@ class OpenAICompatProvider:
             headers=dict(response.headers),
             **self._error_context(_request_id(response.headers)),
         )
+
+
+def sse_data(lines: Iterable[str]) -> Iterator[str]:
+    """The data of each server-sent event in ``lines`` (the SSE format: ``data:`` lines
+    joined until a blank line; comments and other fields ignored)."""
+    data: list[str] = []
+    for line in lines:
+        if not line:
+            if data:
+                yield "\n".join(data)
+                data = []
+            continue
+        name, _, value = line.partition(":")
+        if name == "data":
+            data.append(value.removeprefix(" "))
+    if data:
+        yield "\n".join(data)
 
 
 def _request_id(headers: Mapping[str, str]) -> str:

@@ -163,6 +163,7 @@ class FakeOpenAIServer:
         self.problems: list[str] = []
         self.responder: Callable[[dict[str, Any]], Turn] | None = None
         self.latency = 0.0  # seconds added before every reply (load benchmarks)
+        self.connections = 0  # TCP connections accepted (keep-alive reuses one)
         self.check_protocol = True
         self._script: deque[Turn] = deque()
         self._lock = threading.Lock()
@@ -273,6 +274,14 @@ class _Server(ThreadingHTTPServer):
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server: _Server
+
+    def setup(self) -> None:  # once per connection, not per request
+        super().setup()
+        # Each SSE chunk is its own small write: without NODELAY, Nagle holds the next
+        # one until the client acknowledges (up to 40 ms on a kept-alive connection).
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        with self.server.fake._lock:
+            self.server.fake.connections += 1
 
     def log_message(self, format: str, *args: Any) -> None:  # quiet test output
         pass

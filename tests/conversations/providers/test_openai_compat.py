@@ -7,6 +7,7 @@ import time
 
 import pytest
 
+from conversations.providers import chat_format
 from conversations.providers.base import (
     AssistantMessage,
     AuthenticationFailed,
@@ -22,6 +23,7 @@ from conversations.providers.base import (
     TransientError,
     UserMessage,
 )
+from conversations.providers.openai_compat import sse_data
 from tests.fakes import TEST_API_KEY, call, error_turn, raw_turn, turn
 
 TOOLS = (
@@ -117,6 +119,46 @@ def test_non_streaming_response(fake_openai):
     assert response.message.text == "All three drafts are ready."
     assert response.message.provider_data["reasoning_content"] == "checked drafts"
     assert response.stop_reason is StopReason.END_TURN
+
+
+@pytest.mark.parametrize("stream", [True, False], ids=["streamed", "whole"])
+def test_calls_reuse_one_connection(fake_openai, stream):
+    # A streamed reply is read to its end, so its connection goes back to the pool:
+    # closing it after [DONE] would cost a new connection (and TLS handshake) per call.
+    fake_openai.script(*(turn(f"answer {n}") for n in range(3)))
+    adapter = fake_openai.adapter("openai")
+
+    answers = [adapter.generate(ask(stream=stream)).message.text for _ in range(3)]
+
+    assert answers == ["answer 0", "answer 1", "answer 2"]
+    assert fake_openai.connections == 1
+
+
+def test_the_request_body_is_the_payload_as_built(fake_openai):
+    fake_openai.script(turn("ok"))
+    request = ask(messages=(UserMessage("Brief"),))
+    adapter = fake_openai.adapter("openai")
+    expected = chat_format.build_payload(request, adapter.profile, provider="openai", stream=True)
+
+    adapter.generate(request)
+
+    assert fake_openai.requests[0] == json.loads(json.dumps(expected))
+
+
+@pytest.mark.parametrize(
+    ("lines", "events"),
+    [
+        (["data: {}", "", "data: [DONE]", ""], ["{}", "[DONE]"]),
+        # Comments (keep-alives), event names and ids are not data.
+        ([": processing", "", "event: chunk", "id: 7", "data: {}", ""], ["{}"]),
+        # Several data lines are one event, joined by newlines; no space after the colon.
+        (['data: {"a":', "data:1}", ""], ['{"a":\n1}']),
+        # A last event without its blank line still counts.
+        (["data: {}"], ["{}"]),
+    ],
+)
+def test_server_sent_events_are_read_as_the_format_says(lines, events):
+    assert list(sse_data(lines)) == events
 
 
 def test_history_is_replayed_so_the_server_accepts_it(fake_openai):
