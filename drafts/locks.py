@@ -12,6 +12,9 @@ import uuid
 from drafts.models import Ad
 
 
-def ad_lock(*, ad_id: uuid.UUID) -> Ad:
-    """Lock and return the ad; must be called inside ``transaction.atomic()``."""
-    return Ad.objects.select_for_update().get(pk=ad_id)
+def ad_lock(*, ad_id: uuid.UUID) -> None:
+    """Lock the ad's row (``Ad.DoesNotExist`` if there is none); must be called inside
+    ``transaction.atomic()``. It reads nothing but the lock: callers that need the ad
+    have it."""
+    if not Ad.objects.select_for_update().filter(pk=ad_id).values_list("pk").exists():
+        raise Ad.DoesNotExist(f"Ad {ad_id} does not exist.")

@@ -5,8 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 
-from django.db import transaction
-from django.db.models import OuterRef, Subquery
+from django.db import connection, transaction
 from django.utils import timezone
 
 from adstudio.db import Batch, insert_rows
@@ -82,28 +81,13 @@ def draft_create(
     # No savepoint of its own: inside a caller's transaction (a tool call) it is part of
     # that unit of work; alone, it is one.
     with transaction.atomic(savepoint=False):
-        # The lock first, then the reads, each statement with a snapshot taken after the
+        # The lock first, then the read, each statement with a snapshot taken after the
         # lock is held: a subquery of the locking statement itself would read the
         # versions as they were before a concurrent writer committed.
         ad_lock(ad_id=ad.pk)
-        latest = Draft.objects.filter(ad_id=OuterRef("pk"), kind=kind).order_by("-version")
-        replayed = (
-            Draft.objects.filter(run_id=run_id, tool_call_id=tool_call_id)
-            if run_id is not None
-            else Draft.objects.none()
+        parent_id, parent_version, replayed_id = _versions(
+            ad_id=ad.pk, kind=kind, run_id=run_id, tool_call_id=tool_call_id
         )
-        # The latest version of the kind and the draft this call wrote before (if it
-        # did): one query.
-        found = (
-            Ad.objects.filter(pk=ad.pk)
-            .values_list(
-                Subquery(latest.values("pk")[:1]),
-                Subquery(latest.values("version")[:1]),
-                Subquery(replayed.values("pk")[:1]),
-            )
-            .get()
-        )
-        parent_id, parent_version, replayed_id = found
         if replayed_id is not None:
             return Draft.objects.get(pk=replayed_id), False
         draft = Draft(
@@ -122,6 +106,30 @@ def draft_create(
         else:
             batch.insert(draft)
         return draft, True
+
+
+def _versions(
+    *, ad_id: uuid.UUID, kind: str, run_id: uuid.UUID | None, tool_call_id: str
+) -> tuple[uuid.UUID | None, int | None, uuid.UUID | None]:
+    """The latest draft of ``kind`` (id, version) and the draft this tool call wrote before,
+    if it did: one query. Plain SQL, since it runs in every draft-writing tool call and
+    the ORM's compilation of its three subqueries cost more than the query itself."""
+    table = Draft._meta.db_table
+    uuid_param = Draft._meta.pk.get_db_prep_value
+    latest = f"FROM {table} WHERE ad_id = %s AND kind = %s ORDER BY version DESC LIMIT 1"
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT (SELECT id {latest}), (SELECT version {latest}), "
+            f"(SELECT id FROM {table} WHERE run_id = %s AND tool_call_id = %s)",
+            [
+                *(uuid_param(ad_id, connection), kind) * 2,
+                uuid_param(run_id, connection),
+                tool_call_id,
+            ],
+        )
+        parent_id, version, replayed_id = cursor.fetchone()
+    to_uuid = Draft._meta.pk.to_python
+    return to_uuid(parent_id), version, to_uuid(replayed_id)
 
 
 def draft_activate(*, ad: Ad, draft_id: uuid.UUID) -> ActivationResult:
