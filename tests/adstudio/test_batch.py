@@ -90,3 +90,27 @@ def test_clear_drops_what_was_staged(run):
     assert not RunEvent.objects.filter(run=run).exists()
     run.refresh_from_db()
     assert run.rounds == 2
+
+
+def _synchronous_commit() -> str:
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW synchronous_commit")
+        return cursor.fetchone()[0]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_batch_that_need_not_be_durable_commits_without_waiting_for_the_disk(run):
+    with transaction.atomic():
+        batch = Batch(durable=False)
+        batch.update(Run, run.pk, rounds=1)
+        batch.write()
+        # For this transaction's commit only.
+        assert _synchronous_commit() == "off"
+    assert _synchronous_commit() == "on"
+    with transaction.atomic():
+        batch = Batch()
+        batch.update(Run, run.pk, rounds=2)
+        batch.write()
+        assert _synchronous_commit() == "on"
+    run.refresh_from_db()
+    assert run.rounds == 2
