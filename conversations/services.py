@@ -161,6 +161,17 @@ class Claim:
 _CLAIMED_FIELDS = ("status", "started_at", "heartbeat_at", "error_code", "error_message")
 
 
+def _lock_with_conversation(run_id: uuid.UUID) -> Run | None:
+    """The run with its conversation and ad, its row and its conversation's row locked:
+    one statement, so every caller takes the two locks in the same order."""
+    return (
+        Run.objects.select_for_update(of=("self", "conversation"))
+        .select_related("conversation__ad")
+        .filter(pk=run_id)
+        .first()
+    )
+
+
 def run_claim(*, run_id: uuid.UUID) -> Claim | None:
     """Take the run for this worker, or return None when it must not run now.
 
@@ -170,19 +181,10 @@ def run_claim(*, run_id: uuid.UUID) -> Claim | None:
     """
     now = timezone.now()
     with transaction.atomic():
-        conversation_id = (
-            Conversation.objects.select_for_update(of=("self",))
-            .filter(runs__id=run_id)
-            .values_list("pk", flat=True)
-            .first()
-        )
-        if conversation_id is None:
+        run = _lock_with_conversation(run_id)
+        if run is None:
             return None
-        run = (
-            Run.objects.select_for_update(of=("self",))
-            .select_related("conversation__ad")
-            .get(pk=run_id)
-        )
+        conversation_id = run.conversation_id
         if run.status in RunStatus.finished():
             return None
         if run.status == RunStatus.QUEUED and run.cancel_requested:
@@ -366,8 +368,9 @@ def run_requeue(*, run: Run) -> bool:
     cancelled, or running with a live worker)."""
     now = timezone.now()
     with transaction.atomic():
-        Conversation.objects.select_for_update().filter(pk=run.conversation_id).first()
-        run = Run.objects.select_for_update().get(pk=run.pk)
+        run = _lock_with_conversation(run.pk)
+        if run is None:  # deleted meanwhile
+            return False
         stuck = run.status == RunStatus.RUNNING and not _is_fresh(run, now)
         if not (run.status in (RunStatus.FAILED, RunStatus.QUEUED) or stuck):
             return False
