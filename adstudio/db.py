@@ -123,17 +123,21 @@ def quote_name(name: str) -> str:
 
 
 @cache
-def _insert_fields(model: type[Model]) -> tuple[Field, ...]:
-    """The columns an INSERT sets: every concrete field but a database-generated id."""
-    return tuple(
+def _insert_template(model: type[Model]) -> tuple[tuple[Field, ...], str, str]:
+    """The columns an INSERT of ``model`` sets (every concrete field but a database-made
+    id), its ``INSERT INTO table (columns) VALUES`` and one row's placeholders."""
+    fields = tuple(
         f
         for f in model._meta.concrete_fields
         if not f.generated and not (f.primary_key and isinstance(f, AutoFieldMixin))
     )
+    columns = ", ".join(quote_name(f.column) for f in fields)
+    insert = f"INSERT INTO {quote_name(model._meta.db_table)} ({columns}) VALUES "
+    return fields, insert, f"({', '.join(['%s'] * len(fields))})"
 
 
 def _insert_sql(model: type[Model], rows: list[Model]) -> tuple[str, list]:
-    fields = _insert_fields(model)
+    fields, insert, row = _insert_template(model)
     params: list = []
     for obj in rows:
         obj._prepare_related_fields_for_save(operation_name="Batch.insert")
@@ -141,7 +145,4 @@ def _insert_sql(model: type[Model], rows: list[Model]) -> tuple[str, list]:
         params += [f.get_db_prep_save(f.pre_save(obj, True), connection) for f in fields]
         obj._state.adding = False
         obj._state.db = connection.alias
-    columns = ", ".join(quote_name(f.column) for f in fields)
-    row = f"({', '.join(['%s'] * len(fields))})"
-    values = ", ".join([row] * len(rows))
-    return f"INSERT INTO {quote_name(model._meta.db_table)} ({columns}) VALUES {values}", params
+    return insert + ", ".join([row] * len(rows)), params
