@@ -374,10 +374,13 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header(name, value)
         self.end_headers()
         include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+        # The events go out in one write: the same bytes as one write each, at a fraction
+        # of the CPU (load benchmarks share the machine with this server).
+        self._pending: list[bytes] = []
         for sent, chunk in enumerate(_chunks(reply, body, calls, number, include_usage)):
             if reply.cut_after is not None and sent >= reply.cut_after:
                 self.close_connection = True
-                self.wfile.flush()
+                self._flush_pending()
                 self.connection.shutdown(socket.SHUT_RDWR)  # mid-body: no terminating chunk
                 return
             if reply.error_after is not None and sent >= reply.error_after:
@@ -397,12 +400,16 @@ class _Handler(BaseHTTPRequestHandler):
         self._write_chunk(f"data: {json.dumps(payload)}\n\n".encode())
 
     def _write_chunk(self, data: bytes) -> None:
-        self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
-        self.wfile.flush()
+        self._pending.append(b"%x\r\n%s\r\n" % (len(data), data))
 
     def _end(self) -> None:
-        self.wfile.write(b"0\r\n\r\n")
+        self._pending.append(b"0\r\n\r\n")
+        self._flush_pending()
+
+    def _flush_pending(self) -> None:
+        self.wfile.write(b"".join(self._pending))
         self.wfile.flush()
+        self._pending.clear()
 
 
 def _error_body(message: str) -> dict[str, Any]:
