@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
+from django.db import DatabaseError
 
 from adstudio.db import Batch, release_connection
 from adstudio.tools import ToolContext
@@ -346,7 +347,10 @@ def _model_step(state: RunState, *, final: bool = False) -> RunTools | Final | S
             on_text=text_stream.add,
         )
     except Exception:
-        state.batch.write()  # the failed attempts, for staff
+        try:
+            state.batch.write()  # the failed attempts, for staff
+        except DatabaseError:  # the run's own error is the one to report
+            logger.warning("could not record the failed model calls of run %s", run.pk)
         raise
     text_stream.flush()
     usage = response.usage  # adapters estimate it (exact=False) when the provider sent none
