@@ -5,48 +5,104 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('conversations', '0001_initial'),
-        ('drafts', '0002_default_order_and_indexes'),
+        ("conversations", "0001_initial"),
+        ("drafts", "0002_default_order_and_indexes"),
     ]
 
+    # The foreign keys below lose their own index: a composite index of the model
+    # already leads with the column. Only the indexes are dropped (Django's AlterField
+    # would also drop and re-validate each foreign key constraint, a full scan under a
+    # lock on a large table).
     operations = [
         migrations.AlterModelOptions(
-            name='message',
-            options={'ordering': ['conversation_id', 'seq']},
+            name="message",
+            options={"ordering": ["conversation_id", "seq"]},
         ),
         migrations.AlterModelOptions(
-            name='modelcall',
-            options={'ordering': ['run_id', 'id']},
+            name="modelcall",
+            options={"ordering": ["run_id", "id"]},
         ),
         migrations.AlterModelOptions(
-            name='runevent',
-            options={'ordering': ['run_id', 'seq']},
+            name="runevent",
+            options={"ordering": ["run_id", "seq"]},
         ),
-        migrations.AlterField(
-            model_name='conversation',
-            name='ad',
-            field=models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name='conversations', to='drafts.ad'),
-        ),
-        migrations.AlterField(
-            model_name='message',
-            name='conversation',
-            field=models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name='messages', to='conversations.conversation'),
-        ),
-        migrations.AlterField(
-            model_name='message',
-            name='run',
-            field=models.ForeignKey(blank=True, db_index=False, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='messages', to='conversations.run'),
-        ),
-        migrations.AlterField(
-            model_name='run',
-            name='conversation',
-            field=models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name='runs', to='conversations.conversation'),
-        ),
-        migrations.AlterField(
-            model_name='runevent',
-            name='run',
-            field=models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name='events', to='conversations.run'),
+        migrations.SeparateDatabaseAndState(
+            state_operations=[
+                migrations.AlterField(
+                    model_name="conversation",
+                    name="ad",
+                    field=models.ForeignKey(
+                        db_index=False,
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="conversations",
+                        to="drafts.ad",
+                    ),
+                ),
+                migrations.AlterField(
+                    model_name="message",
+                    name="conversation",
+                    field=models.ForeignKey(
+                        db_index=False,
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="messages",
+                        to="conversations.conversation",
+                    ),
+                ),
+                migrations.AlterField(
+                    model_name="message",
+                    name="run",
+                    field=models.ForeignKey(
+                        blank=True,
+                        db_index=False,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="messages",
+                        to="conversations.run",
+                    ),
+                ),
+                migrations.AlterField(
+                    model_name="run",
+                    name="conversation",
+                    field=models.ForeignKey(
+                        db_index=False,
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="runs",
+                        to="conversations.conversation",
+                    ),
+                ),
+                migrations.AlterField(
+                    model_name="runevent",
+                    name="run",
+                    field=models.ForeignKey(
+                        db_index=False,
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="events",
+                        to="conversations.run",
+                    ),
+                ),
+            ],
+            database_operations=[
+                migrations.RunSQL(
+                    "DROP INDEX IF EXISTS conversations_conversation_ad_id_64b20595",
+                    reverse_sql="CREATE INDEX conversations_conversation_ad_id_64b20595 ON conversations_conversation (ad_id)",
+                ),
+                migrations.RunSQL(
+                    "DROP INDEX IF EXISTS conversations_message_conversation_id_f1a2d5e9",
+                    reverse_sql="CREATE INDEX conversations_message_conversation_id_f1a2d5e9 ON conversations_message (conversation_id)",
+                ),
+                migrations.RunSQL(
+                    "DROP INDEX IF EXISTS conversations_message_run_id_5cdf22b1",
+                    reverse_sql="CREATE INDEX conversations_message_run_id_5cdf22b1 ON conversations_message (run_id)",
+                ),
+                migrations.RunSQL(
+                    "DROP INDEX IF EXISTS conversations_run_conversation_id_c0f04e77",
+                    reverse_sql="CREATE INDEX conversations_run_conversation_id_c0f04e77 ON conversations_run (conversation_id)",
+                ),
+                migrations.RunSQL(
+                    "DROP INDEX IF EXISTS conversations_runevent_run_id_8dd51b53",
+                    reverse_sql="CREATE INDEX conversations_runevent_run_id_8dd51b53 ON conversations_runevent (run_id)",
+                ),
+            ],
         ),
     ]

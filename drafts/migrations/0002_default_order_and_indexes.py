@@ -5,24 +5,46 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('drafts', '0001_initial'),
+        ("drafts", "0001_initial"),
     ]
 
+    # The foreign keys below lose their own index: a composite index of the model
+    # already leads with the column. Only the indexes are dropped (Django's AlterField
+    # would also drop and re-validate each foreign key constraint, a full scan under a
+    # lock on a large table).
     operations = [
         migrations.AlterModelOptions(
-            name='draft',
-            options={'ordering': ['ad_id', 'kind', '-version']},
+            name="draft",
+            options={"ordering": ["ad_id", "kind", "-version"]},
         ),
-        migrations.AlterField(
-            model_name='draft',
-            name='ad',
-            field=models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name='drafts', to='drafts.ad'),
-        ),
-        migrations.AlterField(
-            model_name='draft',
-            name='run_id',
-            field=models.UUIDField(blank=True, null=True),
+        migrations.SeparateDatabaseAndState(
+            state_operations=[
+                migrations.AlterField(
+                    model_name="draft",
+                    name="ad",
+                    field=models.ForeignKey(
+                        db_index=False,
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="drafts",
+                        to="drafts.ad",
+                    ),
+                ),
+                migrations.AlterField(
+                    model_name="draft",
+                    name="run_id",
+                    field=models.UUIDField(blank=True, null=True),
+                ),
+            ],
+            database_operations=[
+                migrations.RunSQL(
+                    "DROP INDEX IF EXISTS drafts_draft_ad_id_238ef6f0",
+                    reverse_sql="CREATE INDEX drafts_draft_ad_id_238ef6f0 ON drafts_draft (ad_id)",
+                ),
+                migrations.RunSQL(
+                    "DROP INDEX IF EXISTS drafts_draft_run_id_e0e62991",
+                    reverse_sql="CREATE INDEX drafts_draft_run_id_e0e62991 ON drafts_draft (run_id)",
+                ),
+            ],
         ),
     ]
