@@ -1,4 +1,5 @@
-"""Database connection helpers shared by the apps."""
+"""Database helpers shared by the apps: handing a connection back before a long wait, and
+writing a step's rows in one statement."""
 
 from __future__ import annotations
 

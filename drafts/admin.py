@@ -48,6 +48,7 @@ class DraftAdmin(admin.ModelAdmin):
     list_filter = ["kind", "status", "created_by"]
     search_fields = ["ad__title", "summary"]
     list_select_related = ["ad"]
+    ordering = ["-ad__created_at", "kind", "-version"]  # newest ads first, then by kind
     exclude = ["payload"]
     readonly_fields = [
         "id",
