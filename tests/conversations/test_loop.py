@@ -95,9 +95,30 @@ def test_messages_model_calls_and_events_are_persisted(fake_providers, en_ad, vo
         (3, "openai", ""),
     ]
     assert all(c.provider_request_id.startswith("req_fake_") for c in calls)
-    types = list(RunEvent.objects.filter(run=run).order_by("seq").values_list("type", flat=True))
-    assert types[0] == "run.started" and types[-1] == "run.finished"
-    assert types.count("draft.created") == 3 and types.count("model_call.started") == 3
+    events = list(RunEvent.objects.filter(run=run).order_by("seq"))
+    assert [e.seq for e in events] == list(range(1, len(events) + 1))
+    # Each round's model_call.started is written with the step before it, and still comes
+    # after everything that step did.
+    assert [(e.type, e.data.get("round") or e.data.get("name")) for e in events] == [
+        ("run.started", None),
+        ("model_call.started", 1),
+        ("tool_call.started", "search_voices"),
+        ("tool_call.finished", "search_voices"),
+        ("model_call.started", 2),
+        ("text", None),
+        ("tool_call.started", "create_voice_draft"),
+        ("tool_call.started", "create_music_draft"),
+        ("tool_call.started", "create_sfx_draft"),
+        ("tool_call.finished", "create_voice_draft"),
+        ("draft.created", None),
+        ("tool_call.finished", "create_music_draft"),
+        ("draft.created", None),
+        ("tool_call.finished", "create_sfx_draft"),
+        ("draft.created", None),
+        ("model_call.started", 3),
+        ("text", None),
+        ("run.finished", None),
+    ]
     assert run.prompt_tokens > 0 and run.cost_exact  # the server reported usage
 
 
