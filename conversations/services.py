@@ -308,7 +308,10 @@ def _finish(
         )
     )
     writes.write()
-    _enqueue_next(conversation_id=run.conversation_id)
+    # Looked up once this finish is committed: a run queued meanwhile is then either found
+    # here or sees this one finished when its own task claims it.
+    conversation_id = run.conversation_id
+    transaction.on_commit(lambda: _enqueue_next(conversation_id=conversation_id))
 
 
 def _enqueue_next(*, conversation_id: uuid.UUID) -> None:
