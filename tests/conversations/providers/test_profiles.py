@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from pydantic import BaseModel
 
 from conversations.providers.base import (
@@ -110,6 +111,20 @@ def test_tools_are_sorted_by_name_whatever_the_registry_order():
 
     assert [t["function"]["name"] for t in forward] == ["create_voice_draft", "search_voices"]
     assert json.dumps(forward) == json.dumps(backward)
+
+
+@pytest.mark.parametrize(
+    ("profile", "model"), [(OPENAI, "gpt-4o"), (QWEN, "qwen-plus"), (KIMI, "kimi-k2")]
+)
+def test_building_a_payload_leaves_the_tool_specs_as_they_were(profile, model):
+    # Payloads share the specs' schema dicts (no copy per call): nothing may change them.
+    before = json.dumps([VOICE_TOOL.parameters, SEARCH_TOOL.parameters], sort_keys=True)
+
+    for stream in (True, False):
+        payload = build_payload(request(model), profile, provider=profile.name, stream=stream)
+        json.dumps(payload)
+
+    assert json.dumps([VOICE_TOOL.parameters, SEARCH_TOOL.parameters], sort_keys=True) == before
 
 
 def test_qwen_sends_plain_strings_and_a_cached_system_part_where_supported():
