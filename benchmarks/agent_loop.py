@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks._bench_db import (
+    CpuSteal,
     bench_database_url,
     create_database,
     machine,
@@ -339,8 +340,12 @@ def main() -> None:
     url = bench_database_url()
     create_database(url)
     setup_django(url)
-    result = loop_mode(args) if args.mode == "loop" else worker_mode(args)
+    with CpuSteal() as steal:
+        result = loop_mode(args) if args.mode == "loop" else worker_mode(args)
     result["machine"] = machine()
+    result["cpu_steal_percent"] = steal.percent
+    if steal.percent is not None:
+        print(f"  cpu steal {steal.percent:.1f}% (figures under much steal are not comparable)")
     print(f"results: {write_results(f'agent_loop_{args.mode}', result)}")
 
 

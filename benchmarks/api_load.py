@@ -26,6 +26,7 @@ from pathlib import Path
 import httpx
 
 from benchmarks._bench_db import (
+    CpuSteal,
     bench_database_url,
     create_database,
     free_port,
@@ -200,10 +201,11 @@ def main() -> None:
         )
         try:
             wait_http(f"http://127.0.0.1:{port}/api/schema/")
-            results = [
-                one_run(f"http://127.0.0.1:{port}", pairs, args.seconds, args.think)
-                for _ in range(args.runs)
-            ]
+            with CpuSteal() as steal:
+                results = [
+                    one_run(f"http://127.0.0.1:{port}", pairs, args.seconds, args.think)
+                    for _ in range(args.runs)
+                ]
         finally:
             for process in (web, worker):
                 os.killpg(process.pid, 15)
@@ -223,6 +225,7 @@ def main() -> None:
         },
         "errors": sum(sum(r["errors"].values()) for r in results),
         "machine": machine(),
+        "cpu_steal_percent": steal.percent,
     }
     m = summary["median"]
     print(
@@ -239,6 +242,8 @@ def main() -> None:
         f"  GET run            p50 {m['get_p50']:.1f}  p95 {m['get_p95']:.1f}  "
         f"p99 {m['get_p99']:.1f} ms"
     )
+    if steal.percent is not None:
+        print(f"  cpu steal {steal.percent:.1f}% (figures under much steal are not comparable)")
     print(f"  errors {summary['errors']}: {[r['errors'] for r in results]}")
     print(f"results: {write_results('api_load', summary)}")
 
