@@ -112,6 +112,40 @@ def test_a_handler_crash_rolls_back_its_savepoint(ctx, monkeypatch):
     assert not Draft.objects.exists()
 
 
+def test_rows_a_failed_handler_staged_are_not_written_with_its_error(ctx, monkeypatch):
+    # In a run, a writing tool stages its draft in the call's batch, written with the
+    # result; a handler that fails after staging must leave only its error result.
+    import drafts.tools
+    from adstudio.db import Batch
+    from conversations.models import Conversation, Message
+
+    conversation = Conversation.objects.create(ad=ctx.ad)
+    batch = Batch()
+    staged_ctx = ToolContext(ad=ctx.ad, run_id=ctx.run_id, tool_call_id="1:x", batch=batch)
+    real_write = drafts.tools._write
+
+    def stage_then_fail(*args, **kwargs):
+        real_write(*args, **kwargs)
+        raise drafts.tools.ToolError("changed my mind", "try again")
+
+    def record(outcome):
+        batch.insert(
+            Message(
+                conversation=conversation, seq=1, role="tool", tool_call_id="x", text=outcome.text
+            )
+        )
+        batch.write()
+
+    monkeypatch.setattr(drafts.tools, "_write", stage_then_fail)
+    outcome = execute_tool_call(
+        tool_call("create_music_draft", {"prompt": "calm piano"}), staged_ctx, record=record
+    )
+
+    assert outcome.is_error and outcome.content["error"] == "changed my mind"
+    assert not Draft.objects.exists()
+    assert [json.loads(m.text)["error"] for m in Message.objects.all()] == ["changed my mind"]
+
+
 def test_success_result_is_compact_json(ctx):
     outcome = execute_tool_call(tool_call("create_music_draft", {"prompt": "calm piano"}), ctx)
     assert not outcome.is_error
