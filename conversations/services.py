@@ -57,7 +57,9 @@ def start_generation(
     """
     if provider:
         providers.route(language=ad.language, market=ad.market, requested=provider)
-    with transaction.atomic():
+    # No savepoint: inside a caller's transaction (the API's) this is part of its unit of
+    # work, so an error rolls back the whole of it; alone, it is a transaction of its own.
+    with transaction.atomic(savepoint=False):
         if conversation is None:
             conversation = conversation_create(ad=ad, provider=provider)
         return _run_create(
@@ -76,7 +78,7 @@ def send_message(
     idempotency_key: str = "",
 ) -> Run:
     """Queue a user turn ("make the music more upbeat") in an existing conversation."""
-    with transaction.atomic():
+    with transaction.atomic(savepoint=False):  # as in start_generation
         return _run_create(
             conversation=conversation,
             text=text,
