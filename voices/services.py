@@ -29,6 +29,7 @@ from django.db.models import (
 from django.utils import timezone
 
 from voices.importing import (
+    FIELDS,
     CatalogueFileError,
     CatalogueFormat,
     CatalogueReader,
@@ -310,20 +311,10 @@ def approved_voices_by_id(ids: Iterable[str]) -> dict[str, Voice]:
 
 # --- import ----------------------------------------------------------------------------
 
-# Fields an import writes; ``approved`` only when --approve (an import never unapproves).
-_CONTENT_FIELDS = (
-    "name",
-    "language",
-    "locale",
-    "accent",
-    "gender",
-    "age",
-    "style",
-    "use_case",
-    "description",
-    "preview_url",
-    "metadata",
-)
+# Fields an import writes besides the key; ``approved`` only when --approve (an import
+# never unapproves).
+_KEY_FIELDS = ("provider", "provider_voice_id")
+_CONTENT_FIELDS = tuple(name for name in FIELDS if name not in _KEY_FIELDS)
 _MAX_REPORTED_ERRORS = 50
 _DEACTIVATE_CHUNK = 5000
 _FORMAT_PROVIDERS = {CatalogueFormat.ELEVENLABS: "elevenlabs"}
@@ -449,7 +440,7 @@ class _Importer:
         existing = {
             (v["provider"], v["provider_voice_id"]): v
             for v in Voice.objects.filter(condition).values(
-                "provider", "provider_voice_id", "approved", "active", *_CONTENT_FIELDS
+                *_KEY_FIELDS, "approved", "active", *_CONTENT_FIELDS
             )
         }
         writes: list[Voice] = []
