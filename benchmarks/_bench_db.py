@@ -132,6 +132,43 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+def web_command(port: int, *, workers: int, threads: int, extra: tuple[str, ...] = ()) -> list[str]:
+    """The app under gunicorn's threaded workers on loopback, as README deploys it."""
+    return [
+        str(Path(sys.executable).parent / "gunicorn"),
+        "adstudio.wsgi",
+        "--bind",
+        f"127.0.0.1:{port}",
+        "--workers",
+        str(workers),
+        "--threads",
+        str(threads),
+        "--worker-class",
+        "gthread",
+        "--no-control-socket",  # its default path is shared by every gunicorn here
+        *extra,
+    ]
+
+
+def worker_command(*, concurrency: int, loglevel: str, extra: tuple[str, ...] = ()) -> list[str]:
+    """A Celery worker with the thread pool, as README deploys it."""
+    return [
+        sys.executable,
+        "-m",
+        "celery",
+        "-A",
+        "adstudio",
+        "worker",
+        "--pool",
+        "threads",
+        "--concurrency",
+        str(concurrency),
+        "--loglevel",
+        loglevel,
+        *extra,
+    ]
+
+
 def start(command: list[str], env: dict[str, str], log: Path) -> subprocess.Popen:
     """Start ``command`` in its own process group (stop it with ``os.killpg``), its output
     to ``log``."""

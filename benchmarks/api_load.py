@@ -34,6 +34,8 @@ from benchmarks._bench_db import (
     percentile,
     setup_django,
     start,
+    web_command,
+    worker_command,
     write_results,
 )
 
@@ -158,44 +160,21 @@ def main() -> None:
     }
     for key in ("OPENAI_API_KEY", "DASHSCOPE_API_KEY", "MOONSHOT_API_KEY", "ANTHROPIC_API_KEY"):
         env.pop(key, None)  # the offline demo director answers
-    bin_dir = Path(sys.executable).parent
     with tempfile.TemporaryDirectory() as logs:
         web = start(
-            [
-                str(bin_dir / "gunicorn"),
-                "adstudio.wsgi",
-                "--bind",
-                f"127.0.0.1:{port}",
-                "--workers",
-                str(args.web_workers),
-                "--threads",
-                str(args.web_threads),
-                "--worker-class",
-                "gthread",
+            web_command(
+                port,
+                workers=args.web_workers,
+                threads=args.web_threads,
                 # Longer than the clients' pauses: a connection closed by the server just
                 # as a client reuses it is a ReadError that measures nothing of ours.
-                "--keep-alive",
-                "75",
-                "--no-control-socket",
-            ],
+                extra=("--keep-alive", "75"),
+            ),
             env,
             Path(logs) / "web.log",
         )
         worker = start(
-            [
-                sys.executable,
-                "-m",
-                "celery",
-                "-A",
-                "adstudio",
-                "worker",
-                "--pool",
-                "threads",
-                "--concurrency",
-                "8",
-                "--loglevel",
-                "WARNING",
-            ],
+            worker_command(concurrency=8, loglevel="WARNING"),
             env,
             Path(logs) / "worker.log",
         )

@@ -47,6 +47,8 @@ from benchmarks._bench_db import (
     percentile,
     setup_django,
     start,
+    web_command,
+    worker_command,
     write_results,
 )
 from tests.fakes.server import TEST_API_KEY, FakeOpenAIServer, Turn, call, error_turn
@@ -738,45 +740,22 @@ def main() -> None:
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     logs = RESULTS / f"soak-{stamp}-logs"
     logs.mkdir(parents=True, exist_ok=True)
-    bin_dir = Path(sys.executable).parent
     web = start(
-        [
-            str(bin_dir / "gunicorn"),
-            "adstudio.wsgi",
-            "--bind",
-            f"127.0.0.1:{port}",
-            "--workers",
-            str(args.web_workers),
-            "--threads",
-            str(args.web_threads),
-            "--worker-class",
-            "gthread",
-            "--timeout",
-            str(int(args.poll_wait) + 60),
-            "--no-control-socket",  # its default path is shared by every gunicorn here
-        ],
+        web_command(
+            port,
+            workers=args.web_workers,
+            threads=args.web_threads,
+            extra=("--timeout", str(int(args.poll_wait) + 60)),
+        ),
         {**env, "ADSTUDIO_DB_POOL_MAX_SIZE": str(args.web_threads)},
         logs / "web.log",
     )
     worker = start(
-        [
-            sys.executable,
-            "-m",
-            "celery",
-            "-A",
-            "adstudio",
-            "worker",
-            "--pool",
-            "threads",
-            "--concurrency",
-            str(concurrency),
-            "--loglevel",
-            "INFO",
-            "-n",
-            f"soak{os.getpid()}@%h",
-            "--without-gossip",
-            "--without-mingle",
-        ],
+        worker_command(
+            concurrency=concurrency,
+            loglevel="INFO",
+            extra=("-n", f"soak{os.getpid()}@%h", "--without-gossip", "--without-mingle"),
+        ),
         {**env, "ADSTUDIO_DB_POOL_MAX_SIZE": str(min(concurrency, 20))},
         logs / "worker.log",
     )
