@@ -18,6 +18,7 @@ from rest_framework.pagination import PageNumberPagination
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from adstudio.db import planned_per_query
 from voices.languages import UnknownLanguage
 from voices.models import Gender, Voice
 from voices.services import (
@@ -145,5 +146,6 @@ class VoiceViewSet(viewsets.ReadOnlyModelViewSet):
             raise ValidationError({"language": [str(exc)]}) from None
         except InvalidSearch as exc:
             raise ValidationError({exc.field: [str(exc)]}) from None
-        page = self.paginate_queryset(voice_queryset(query).defer("metadata"))
+        with planned_per_query():
+            page = self.paginate_queryset(voice_queryset(query).defer("metadata"))
         return self.get_paginated_response(self.get_serializer(page, many=True).data)

@@ -28,6 +28,7 @@ from django.db.models import (
 )
 from django.utils import timezone
 
+from adstudio.db import planned_per_query
 from voices.importing import (
     FIELDS,
     CatalogueFileError,
@@ -210,7 +211,8 @@ def search_voices(
     """
     query = voice_query(language=language, gender=gender, accent=accent, style=style)
     rows = voice_queryset(query).values(*_COMPACT_FIELDS, "provider")[: clamp_count(count)]
-    return [compact_voice(row) for row in rows]
+    with planned_per_query():
+        return [compact_voice(row) for row in rows]
 
 
 def _top(counter: Counter[str], limit: int) -> dict[str, int]:
