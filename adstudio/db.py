@@ -1,9 +1,9 @@
-"""Database helpers shared by the apps: handing a connection back before a long wait, and
-writing a step's rows in one statement."""
+"""Database helpers shared by the apps: handing a connection back before a long wait,
+writing a step's rows in one statement, and reading rows of plain SQL as model instances."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from decimal import Decimal
@@ -146,6 +146,32 @@ def quote_name(name: str) -> str:
     return connection.ops.quote_name(name)
 
 
+def columns(model: type[Model], alias: str) -> str:
+    """``alias."column", ...`` for every concrete field of ``model``: the select list that
+    ``from_row`` reads back."""
+    return ", ".join(f"{alias}.{quote_name(f.column)}" for f in model._meta.concrete_fields)
+
+
+def from_row(model: type[Model], row: Sequence, start: int = 0) -> tuple[Model, int]:
+    """The ``model`` instance whose ``columns`` begin at ``row[start]``, and the index
+    after them.
+
+    For hot queries written in plain SQL, where compiling the queryset would cost more
+    than running it; values are converted as the ORM's own queries convert them."""
+    fields = model._meta.concrete_fields
+    stop = start + len(fields)
+    values = []
+    for field, value in zip(fields, row[start:stop], strict=True):
+        column = field.cached_col
+        for converter in (
+            *connection.ops.get_db_converters(column),
+            *field.get_db_converters(connection),
+        ):
+            value = converter(value, column, connection)
+        values.append(value)
+    return model.from_db(connection.alias, [f.attname for f in fields], values), stop
+
+
 @cache
 def _insert_template(model: type[Model]) -> tuple[tuple[Field, ...], str, str]:
     """The columns an INSERT of ``model`` sets (every concrete field but a database-made
@@ -155,8 +181,8 @@ def _insert_template(model: type[Model]) -> tuple[tuple[Field, ...], str, str]:
         for f in model._meta.concrete_fields
         if not f.generated and not (f.primary_key and isinstance(f, AutoFieldMixin))
     )
-    columns = ", ".join(quote_name(f.column) for f in fields)
-    insert = f"INSERT INTO {quote_name(model._meta.db_table)} ({columns}) VALUES "
+    names = ", ".join(quote_name(f.column) for f in fields)
+    insert = f"INSERT INTO {quote_name(model._meta.db_table)} ({names}) VALUES "
     return fields, insert, f"({', '.join(['%s'] * len(fields))})"
 
 
