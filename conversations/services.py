@@ -13,13 +13,14 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
+from functools import cache
 
 from django.conf import settings
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
-from adstudio.db import Add, Batch
+from adstudio.db import Add, Batch, columns, from_row, quote_name
 from conversations import providers
 from conversations.models import (
     Conversation,
@@ -163,15 +164,26 @@ class Claim:
 _CLAIMED_FIELDS = ("status", "started_at", "heartbeat_at", "error_code", "error_message")
 
 
-def _lock_with_conversation(run_id: uuid.UUID) -> Run | None:
-    """The run with its conversation and ad, its row and its conversation's row locked:
-    one statement, so every caller takes the two locks in the same order."""
-    return (
-        Run.objects.select_for_update(of=("self", "conversation"))
-        .select_related("conversation__ad")
-        .filter(pk=run_id)
-        .first()
-    )
+@dataclass(frozen=True)
+class _LockedRun:
+    run: Run  # with its conversation and ad
+    after_unfinished: bool  # an earlier run of its conversation has not finished
+
+
+def _lock_with_conversation(run_id: uuid.UUID) -> _LockedRun | None:
+    """The run with its conversation and ad, its row and its conversation's row locked,
+    and whether an earlier run of the conversation is unfinished: one statement, so every
+    caller takes the two locks in the same order."""
+    with connection.cursor() as cursor:
+        cursor.execute(_lock_sql(), [*RunStatus.finished(), RunStatus.RUNNING, _uuid(run_id)])
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    run, at = from_row(Run, row)
+    conversation, at = from_row(Conversation, row, at)
+    conversation.ad, at = from_row(Ad, row, at)
+    run.conversation = conversation
+    return _LockedRun(run=run, after_unfinished=bool(row[at]))
 
 
 def run_claim(*, run_id: uuid.UUID) -> Claim | None:
@@ -180,13 +192,17 @@ def run_claim(*, run_id: uuid.UUID) -> Claim | None:
     Under the conversation's row lock: a finished run, a run another live worker holds
     (fresh heartbeat), and a run with an earlier unfinished run in its conversation are
     left alone; the earlier run starts this one when it finishes.
+
+    The earlier runs are read by the locking statement, so after waiting for the lock it
+    may still see as running a run whose finish it waited for. It then leaves the run
+    alone, and the finished run starts it: that lookup runs after its finish commits.
     """
     now = timezone.now()
     with transaction.atomic():
-        run = _lock_with_conversation(run_id)
-        if run is None:
+        locked = _lock_with_conversation(run_id)
+        if locked is None:
             return None
-        conversation_id = run.conversation_id
+        run = locked.run
         if run.status in RunStatus.finished():
             return None
         if run.status == RunStatus.QUEUED and run.cancel_requested:
@@ -194,19 +210,7 @@ def run_claim(*, run_id: uuid.UUID) -> Claim | None:
             return None
         if run.status == RunStatus.RUNNING and _is_fresh(run, now):
             return None
-        earlier = (
-            Run.objects.filter(
-                conversation_id=conversation_id,
-                status__in=[RunStatus.QUEUED, RunStatus.RUNNING],
-            )
-            .exclude(pk=run.pk)
-            .filter(
-                Q(status=RunStatus.RUNNING)
-                | Q(created_at__lt=run.created_at)
-                | Q(created_at=run.created_at, pk__lt=run.pk)
-            )
-        )
-        if earlier.exists():
+        if locked.after_unfinished:
             return None
         resumed = run.status == RunStatus.RUNNING
         run.status = RunStatus.RUNNING
@@ -317,14 +321,57 @@ def _finish(
 
 
 def _enqueue_next(*, conversation_id: uuid.UUID) -> None:
-    following = (
-        Run.objects.filter(conversation_id=conversation_id, status=RunStatus.QUEUED)
-        .order_by("created_at", "pk")
-        .values_list("pk", flat=True)
-        .first()
+    """Start the conversation's next run, when it is waiting for its turn."""
+    with connection.cursor() as cursor:
+        cursor.execute(_next_run_sql(), [_uuid(conversation_id), *RunStatus.finished()])
+        following = cursor.fetchone()
+    if following is not None and following[1] == RunStatus.QUEUED:
+        run_enqueue(run_id=Run._meta.pk.to_python(following[0]))
+
+
+# The hot statements of a run's claim and finish are plain SQL: compiling their querysets
+# cost more than running them. A conversation's unfinished runs are found as "not
+# finished", through the conversation's index, so that PostgreSQL cannot use the partial
+# index of unfinished runs instead: every run passes through that index twice, and between
+# vacuums its dead entries, which a bitmap scan reads and never prunes, far outnumber the
+# live ones.
+
+
+@cache
+def _lock_sql() -> str:
+    runs, conversations, ads = (quote_name(m._meta.db_table) for m in (Run, Conversation, Ad))
+    lock = " FOR UPDATE OF r, c" if connection.features.has_select_for_update_of else ""
+    after_unfinished = (
+        f"EXISTS (SELECT 1 FROM {runs} e WHERE e.conversation_id = r.conversation_id "
+        "AND e.status NOT IN (%s, %s, %s) AND e.id <> r.id AND (e.status = %s "
+        "OR e.created_at < r.created_at OR (e.created_at = r.created_at AND e.id < r.id)))"
     )
-    if following is not None:
-        run_enqueue(run_id=following)
+    return (
+        f"SELECT {columns(Run, 'r')}, {columns(Conversation, 'c')}, {columns(Ad, 'a')}, "
+        f"{after_unfinished} FROM {runs} r "
+        f"JOIN {conversations} c ON c.id = r.conversation_id JOIN {ads} a ON a.id = c.ad_id "
+        f"WHERE r.id = %s{lock}"
+    )
+
+
+@cache
+def _run_lock_sql() -> str:
+    lock = " FOR UPDATE" if connection.features.has_select_for_update else ""
+    runs = quote_name(Run._meta.db_table)
+    return f"SELECT {columns(Run, 'r')} FROM {runs} r WHERE r.id = %s{lock}"
+
+
+def _uuid(value: uuid.UUID):
+    """A run's or a conversation's id as a parameter of plain SQL."""
+    return Run._meta.pk.get_db_prep_value(value, connection)
+
+
+@cache
+def _next_run_sql() -> str:
+    return (
+        f"SELECT id, status FROM {quote_name(Run._meta.db_table)} WHERE conversation_id = %s "
+        "AND status NOT IN (%s, %s, %s) ORDER BY created_at, id LIMIT 1"
+    )
 
 
 def run_finish(
@@ -340,8 +387,13 @@ def run_finish(
     """End the run exactly once (False if it had already ended) and start the next
     queued run of its conversation."""
     with transaction.atomic():
-        run = Run.objects.select_for_update().filter(pk=run_id).first()
-        if run is None or run.status in RunStatus.finished():
+        with connection.cursor() as cursor:
+            cursor.execute(_run_lock_sql(), [_uuid(run_id)])
+            row = cursor.fetchone()
+        if row is None:
+            return False
+        run, _ = from_row(Run, row)
+        if run.status in RunStatus.finished():
             return False
         _finish(
             run,
@@ -373,9 +425,10 @@ def run_requeue(*, run: Run) -> bool:
     cancelled, or running with a live worker)."""
     now = timezone.now()
     with transaction.atomic():
-        run = _lock_with_conversation(run.pk)
-        if run is None:  # deleted meanwhile
+        locked = _lock_with_conversation(run.pk)
+        if locked is None:  # deleted meanwhile
             return False
+        run = locked.run
         stuck = run.status == RunStatus.RUNNING and not _is_fresh(run, now)
         if not (run.status in (RunStatus.FAILED, RunStatus.QUEUED) or stuck):
             return False

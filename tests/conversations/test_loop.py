@@ -420,6 +420,39 @@ def test_two_messages_at_once_are_processed_in_order(fake_providers, en_ad):
     ]
 
 
+def test_a_conversations_unfinished_runs_are_found_without_the_index_of_all_unfinished(en_ad):
+    """Each run passes through the partial index of unfinished runs twice; until a vacuum
+    its dead entries pile up, and a bitmap scan reads every one of them. The claim and
+    the start of the next run look through the conversation's own index instead."""
+    from conversations.services import _lock_sql, _next_run_sql, _uuid, run_finish
+
+    conversation = _conversation(en_ad)
+    finished = timezone.now()
+    Run.objects.bulk_create(
+        Run(conversation=conversation, input_text=str(n), status="succeeded", finished_at=finished)
+        for n in range(300)
+    )
+    running = Run.objects.create(conversation=conversation, input_text="now", status="running")
+    queued = Run.objects.create(conversation=conversation, input_text="next")
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE conversations_run")
+        finished_statuses = ["succeeded", "failed", "cancelled"]
+        for sql, params in (
+            (_lock_sql(), [*finished_statuses, "running", _uuid(queued.pk)]),
+            (_next_run_sql(), [_uuid(conversation.pk), *finished_statuses]),
+        ):
+            cursor.execute(f"EXPLAIN {sql}", params)
+            plan = "\n".join(row[0] for row in cursor.fetchall())
+            assert "run_unfinished" not in plan, plan
+
+    assert run_claim(run_id=queued.pk) is None  # it waits for the running one
+    enqueued = []
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr("conversations.services.run_enqueue", lambda run_id: enqueued.append(run_id))
+        run_finish(run_id=running.pk, status="succeeded", cause="final_answer")
+    assert enqueued == [queued.pk]
+
+
 def test_twenty_concurrent_draft_writes_get_versions_one_to_twenty(en_ad):
     from adstudio.tools import ToolContext
     from conversations.providers.base import ToolCall
