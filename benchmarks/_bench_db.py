@@ -68,6 +68,26 @@ def setup_django(url: str) -> None:
         cursor.execute("VACUUM ANALYZE")
 
 
+def empty_work_queue(broker_url: str) -> None:
+    """Start with no work pending: the broker's queue emptied and the runs an interrupted
+    earlier invocation left queued or running ended. A worker's start-up recovery sweep
+    would otherwise take them up again and measure them along with this invocation's."""
+    import redis
+    from django.utils import timezone
+
+    from conversations.models import Run
+
+    redis.Redis.from_url(broker_url).flushdb()
+    leftover = Run.objects.filter(status__in=["queued", "running"]).update(
+        status="failed",
+        finished_at=timezone.now(),
+        error_code="benchmark_leftover",
+        error_message="Left unfinished by an earlier benchmark invocation.",
+    )
+    if leftover:
+        print(f"ended {leftover} runs an earlier invocation left unfinished")
+
+
 def machine() -> dict[str, str | int]:
     cpu = ""
     try:

@@ -30,6 +30,7 @@ from benchmarks._bench_db import (
     CpuSteal,
     bench_database_url,
     create_database,
+    empty_work_queue,
     machine,
     percentile,
     setup_django,
@@ -242,9 +243,7 @@ def worker_mode(args) -> dict:
     if not broker or settings.CELERY_TASK_ALWAYS_EAGER:
         sys.exit("Set CELERY_BROKER_URL=redis://127.0.0.1:6379/14 for the worker mode.")
     celery_app.conf.update(task_always_eager=False, broker_url=broker)
-    import redis
-
-    redis.Redis.from_url(broker).flushdb()
+    empty_work_queue(broker)
 
     def respond(body: dict) -> Turn:
         messages = body["messages"]

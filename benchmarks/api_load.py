@@ -29,6 +29,7 @@ from benchmarks._bench_db import (
     CpuSteal,
     bench_database_url,
     create_database,
+    empty_work_queue,
     free_port,
     machine,
     percentile,
@@ -126,7 +127,6 @@ def main() -> None:
     setup_django(url)
     logging.getLogger().setLevel(logging.WARNING)  # no per-request client logging
 
-    import redis
     from django.contrib.auth.models import User
     from rest_framework.authtoken.models import Token
 
@@ -147,7 +147,7 @@ def main() -> None:
             duration_s=30,
         )
         pairs.append((token.key, str(ad.pk)))
-    redis.Redis.from_url(BROKER).flushdb()
+    empty_work_queue(BROKER)
 
     port = free_port()
     env = {

@@ -42,6 +42,7 @@ from benchmarks._bench_db import (
     ROOT,
     bench_database_url,
     create_database,
+    empty_work_queue,
     free_port,
     machine,
     percentile,
@@ -695,7 +696,6 @@ def main() -> None:
     setup_django(url)
     logging.getLogger().setLevel(logging.WARNING)
 
-    import redis
     from django.contrib.auth.models import User
     from django.core.management import call_command
     from django.db import connection
@@ -712,7 +712,7 @@ def main() -> None:
     for n in range(args.clients):
         user, _ = User.objects.get_or_create(username=f"soak{n}")
         tokens.append(Token.objects.get_or_create(user=user)[0].key)
-    redis.Redis.from_url(REDIS).flushdb()
+    empty_work_queue(REDIS)
 
     director = Director(
         seed=args.seed, latency=tuple(args.latency), r429=args.rate_429, r500=args.rate_500
