@@ -10,6 +10,7 @@ import platform
 import socket
 import subprocess
 import sys
+import time
 from datetime import UTC, datetime
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
@@ -113,13 +114,18 @@ def machine() -> dict[str, str | int]:
 
 class CpuSteal:
     """The share of the machine's CPU time its hypervisor gave to others while the block
-    ran (``steal`` in /proc/stat; None where there is no such file). On a shared virtual
-    machine the same code measures far slower under steal: compare figures taken under
-    little of it."""
+    ran (``steal`` in /proc/stat; None where there is no such file), and the CPU's speed
+    as the block began: the milliseconds of a fixed pure-Python loop.
+
+    On a shared virtual machine the same code measures slower under steal, and also when
+    the host slows the CPU down without reporting steal (the reference loop then takes
+    longer): compare figures taken at a similar reference speed and under little steal."""
 
     percent: float | None = None
+    reference_ms: float | None = None
 
     def __enter__(self) -> CpuSteal:
+        self.reference_ms = reference_loop_ms()
         self._start = _cpu_ticks()
         return self
 
@@ -128,6 +134,25 @@ class CpuSteal:
         if self._start and end:
             spent = [b - a for a, b in zip(self._start, end, strict=True)]
             self.percent = 100 * spent[7] / max(sum(spent), 1)  # the 8th field is steal
+
+    def report(self) -> str:
+        steal = "unknown" if self.percent is None else f"{self.percent:.1f}%"
+        return (
+            f"  cpu steal {steal}, reference loop {self.reference_ms:.0f} ms at the start "
+            "(compare figures taken at a similar reference and under little steal)"
+        )
+
+
+def reference_loop_ms() -> float:
+    """The best of three timings of a fixed pure-Python loop: this CPU's speed right now."""
+    timings = []
+    for _ in range(3):
+        started = time.perf_counter()
+        total = 0
+        for n in range(2_000_000):
+            total += n
+        timings.append((time.perf_counter() - started) * 1000)
+    return min(timings)
 
 
 def _cpu_ticks() -> list[int] | None:

@@ -343,8 +343,8 @@ def main() -> None:
         result = loop_mode(args) if args.mode == "loop" else worker_mode(args)
     result["machine"] = machine()
     result["cpu_steal_percent"] = steal.percent
-    if steal.percent is not None:
-        print(f"  cpu steal {steal.percent:.1f}% (figures under much steal are not comparable)")
+    result["cpu_reference_loop_ms"] = steal.reference_ms
+    print(steal.report())
     print(f"results: {write_results(f'agent_loop_{args.mode}', result)}")
 
 

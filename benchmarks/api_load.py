@@ -205,6 +205,7 @@ def main() -> None:
         "errors": sum(sum(r["errors"].values()) for r in results),
         "machine": machine(),
         "cpu_steal_percent": steal.percent,
+        "cpu_reference_loop_ms": steal.reference_ms,
     }
     m = summary["median"]
     print(
@@ -221,8 +222,7 @@ def main() -> None:
         f"  GET run            p50 {m['get_p50']:.1f}  p95 {m['get_p95']:.1f}  "
         f"p99 {m['get_p99']:.1f} ms"
     )
-    if steal.percent is not None:
-        print(f"  cpu steal {steal.percent:.1f}% (figures under much steal are not comparable)")
+    print(steal.report())
     print(f"  errors {summary['errors']}: {[r['errors'] for r in results]}")
     print(f"results: {write_results('api_load', summary)}")
 
