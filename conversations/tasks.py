@@ -3,11 +3,17 @@ and are safe to run twice."""
 
 from __future__ import annotations
 
+import logging
+import time
+
 from celery import shared_task
-from celery.signals import worker_ready
+from celery.signals import worker_init, worker_ready
 
 from conversations.loop import run_agent
 from conversations.services import runs_recover
+from conversations.tokens import load_encoding
+
+logger = logging.getLogger(__name__)
 
 
 @shared_task(name="conversations.tasks.run_agent")
@@ -24,3 +30,12 @@ def recover_runs() -> int:
 def _recover_at_worker_start(sender=None, **kwargs) -> None:
     """Runs orphaned by a worker that died are picked up as soon as a worker is back."""
     recover_runs.delay()
+
+
+@worker_init.connect
+def _load_encoding_at_worker_start(sender=None, **kwargs) -> None:
+    """Before the worker takes its first tasks, so the runs it starts at once after a
+    deploy do not all wait for the first one to read the encoding."""
+    started = time.perf_counter()
+    load_encoding()
+    logger.info("token encoding loaded in %.2f s", time.perf_counter() - started)

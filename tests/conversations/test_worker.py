@@ -32,6 +32,12 @@ def finished(run: Run) -> bool:
     return run.status in ("succeeded", "failed", "cancelled")
 
 
+def test_a_worker_reads_the_token_encoding_before_it_takes_tasks(worker):
+    log = worker.log.read_text()
+    assert "token encoding loaded in" in log, log
+    assert log.index("token encoding loaded in") < log.index(" ready."), log
+
+
 def test_a_worker_answers_turns_of_one_conversation_in_order(worker, fake_openai, make_ad):
     ad = make_ad(language="en")
     fake_openai.script(turn("first", delay=0.5), turn("second"), turn("third"))
