@@ -136,15 +136,31 @@ def database_config(name: str, *, default_sqlite_path: Path, pool_max_size: int 
             "timeout": 30,
             # A pooled connection is checked before use, so a database restart costs one
             # failed check, not a failed request.
-            "check": _pool_check(),
+            "check": pool_check,
         }
     return config
 
 
-def _pool_check():
+def pool_check(conn) -> None:
+    """Check a pooled connection before it is used; raise if it is dead.
+
+    A connection the server has closed (a restart, a terminated backend) has something
+    to read: the server's last message, or the end of the stream. Only then does the
+    check cost a round trip, which fails and has the pool replace the connection. A
+    healthy idle connection has nothing to read, and a thread that hands its connection
+    back before every model call (the agent loop) takes it again without waiting."""
+    import select
+
     from psycopg_pool import ConnectionPool
 
-    return ConnectionPool.check_connection
+    try:
+        poller = select.poll()
+        poller.register(conn.fileno(), select.POLLIN)
+        pending = bool(poller.poll(0))
+    except Exception:  # closed, or no socket to poll: let the full check say what is wrong
+        pending = True
+    if pending:
+        ConnectionPool.check_connection(conn)
 
 
 def redis_url(name: str) -> str:

@@ -1,0 +1,55 @@
+"""The pool's check of a connection before use: free when the connection is idle and
+healthy, a failing round trip when the server has closed it."""
+
+from __future__ import annotations
+
+import time
+
+import psycopg
+import pytest
+from django.conf import settings
+
+from adstudio.env import pool_check
+
+
+def _url() -> str:
+    db = settings.DATABASES["default"]
+    return f"postgres://{db['USER']}@{db['HOST']}:{db['PORT']}/{db['NAME']}"
+
+
+class Counting:
+    """Counts the round trips the check makes through ``execute``."""
+
+    def __init__(self, conn: psycopg.Connection) -> None:
+        self.calls = 0
+        self.original = conn.execute
+
+        def execute(*args, **kwargs):
+            self.calls += 1
+            return self.original(*args, **kwargs)
+
+        conn.execute = execute
+
+
+@pytest.mark.django_db
+def test_a_healthy_idle_connection_passes_without_a_round_trip():
+    with psycopg.connect(_url(), autocommit=True) as conn:
+        conn.execute("SELECT 1").fetchone()
+        counting = Counting(conn)
+
+        pool_check(conn)
+
+        assert counting.calls == 0
+
+
+@pytest.mark.django_db
+def test_a_connection_the_server_closed_fails_the_check():
+    with psycopg.connect(_url(), autocommit=True) as conn, psycopg.connect(_url()) as admin:
+        counting = Counting(conn)
+        admin.execute("SELECT pg_terminate_backend(%s)", [conn.info.backend_pid])
+        admin.commit()
+        time.sleep(0.2)  # the server's goodbye reaches the socket
+
+        with pytest.raises(psycopg.OperationalError):
+            pool_check(conn)
+        assert counting.calls == 1
