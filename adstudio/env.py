@@ -7,6 +7,7 @@ rather than later with a stack trace from inside a database or broker driver.
 from __future__ import annotations
 
 import os
+import select
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -123,7 +124,7 @@ def database_config(name: str, *, default_sqlite_path: Path, pool_max_size: int 
         config.setdefault("OPTIONS", {}).update(
             # Parameters bound by the server, so a statement run again (every step of an
             # agent run is the same few) is prepared once per connection and not parsed
-            # and planned each time: about a fifth of the loop's cost per round. Not for
+            # and planned each time: about a sixth of the loop's cost per round. Not for
             # a transaction-pooling PgBouncer in front of the database, which would lose
             # the prepared statements between transactions.
             server_side_binding=True,
@@ -149,8 +150,6 @@ def pool_check(conn) -> None:
     check cost a round trip, which fails and has the pool replace the connection. A
     healthy idle connection has nothing to read, and a thread that hands its connection
     back before every model call (the agent loop) takes it again without waiting."""
-    import select
-
     from psycopg_pool import ConnectionPool
 
     try:
