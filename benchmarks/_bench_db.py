@@ -205,25 +205,6 @@ def web_command(port: int, *, workers: int, threads: int, extra: tuple[str, ...]
     ]
 
 
-def worker_command(*, concurrency: int, loglevel: str, extra: tuple[str, ...] = ()) -> list[str]:
-    """A Celery worker with the thread pool, as README deploys it."""
-    return [
-        sys.executable,
-        "-m",
-        "celery",
-        "-A",
-        "adstudio",
-        "worker",
-        "--pool",
-        "threads",
-        "--concurrency",
-        str(concurrency),
-        "--loglevel",
-        loglevel,
-        *extra,
-    ]
-
-
 def start(command: list[str], env: dict[str, str], log: Path) -> subprocess.Popen:
     """Start ``command`` in its own process group (stop it with ``os.killpg``), its output
     to ``log``."""

@@ -36,9 +36,9 @@ from benchmarks._bench_db import (
     setup_django,
     start,
     web_command,
-    worker_command,
     write_results,
 )
+from tests.support.worker import worker_command
 
 BROKER = "redis://127.0.0.1:6379/14"
 

@@ -49,10 +49,10 @@ from benchmarks._bench_db import (
     setup_django,
     start,
     web_command,
-    worker_command,
     write_results,
 )
 from tests.fakes.server import TEST_API_KEY, FakeOpenAIServer, Turn, call, error_turn
+from tests.support.worker import worker_command
 
 DATABASE = "adstudio_bench_soak"
 REDIS = "redis://127.0.0.1:6379/11"

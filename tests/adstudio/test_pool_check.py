@@ -7,14 +7,9 @@ import time
 
 import psycopg
 import pytest
-from django.conf import settings
 
 from adstudio.env import pool_check
-
-
-def _url() -> str:
-    db = settings.DATABASES["default"]
-    return f"postgres://{db['USER']}@{db['HOST']}:{db['PORT']}/{db['NAME']}"
+from tests.support.worker import database_url
 
 
 class Counting:
@@ -33,7 +28,7 @@ class Counting:
 
 @pytest.mark.django_db
 def test_a_healthy_idle_connection_passes_without_a_round_trip():
-    with psycopg.connect(_url(), autocommit=True) as conn:
+    with psycopg.connect(database_url(), autocommit=True) as conn:
         conn.execute("SELECT 1").fetchone()
         counting = Counting(conn)
 
@@ -44,7 +39,10 @@ def test_a_healthy_idle_connection_passes_without_a_round_trip():
 
 @pytest.mark.django_db
 def test_a_connection_the_server_closed_fails_the_check():
-    with psycopg.connect(_url(), autocommit=True) as conn, psycopg.connect(_url()) as admin:
+    with (
+        psycopg.connect(database_url(), autocommit=True) as conn,
+        psycopg.connect(database_url()) as admin,
+    ):
         counting = Counting(conn)
         admin.execute("SELECT pg_terminate_backend(%s)", [conn.info.backend_pid])
         admin.commit()

@@ -27,6 +27,25 @@ def database_url() -> str:
     return f"postgres://{db['USER']}{password}@{db['HOST']}:{db['PORT'] or 5432}/{db['NAME']}"
 
 
+def worker_command(*, concurrency: int, loglevel: str, extra: tuple[str, ...] = ()) -> list[str]:
+    """A Celery worker with the thread pool, as README deploys it."""
+    return [
+        sys.executable,
+        "-m",
+        "celery",
+        "-A",
+        "adstudio",
+        "worker",
+        "--pool",
+        "threads",
+        "--concurrency",
+        str(concurrency),
+        "--loglevel",
+        loglevel,
+        *extra,
+    ]
+
+
 class WorkerProcess:
     """``start()`` a worker and wait until it is ready; ``kill()`` it with SIGKILL."""
 
@@ -45,25 +64,17 @@ class WorkerProcess:
         self.log = self.log_dir / f"worker-{self.name}{self.starts}.log"
         env = {**os.environ, **self.env}
         env.pop("DJANGO_SETTINGS_MODULE", None)
-        command = [
-            sys.executable,
-            "-m",
-            "celery",
-            "-A",
-            "adstudio",
-            "worker",
-            "--pool",
-            "threads",
-            "--concurrency",
-            str(self.concurrency),
-            "--loglevel",
-            "INFO",
-            "-n",
-            f"{self.name}{self.starts}@%h",
-            "--without-gossip",
-            "--without-mingle",
-            "--without-heartbeat",
-        ]
+        command = worker_command(
+            concurrency=self.concurrency,
+            loglevel="INFO",
+            extra=(
+                "-n",
+                f"{self.name}{self.starts}@%h",
+                "--without-gossip",
+                "--without-mingle",
+                "--without-heartbeat",
+            ),
+        )
         with self.log.open("w") as out:
             self.process = subprocess.Popen(
                 command,
