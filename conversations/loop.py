@@ -165,7 +165,6 @@ def run_agent(run_id: uuid.UUID | str) -> None:
             status=RunStatus.SUCCEEDED,
             cause=outcome.cause,
             final_message=outcome.text,
-            events=claim.events,
         )
     else:
         run_finish(
@@ -174,7 +173,6 @@ def run_agent(run_id: uuid.UUID | str) -> None:
             cause=outcome.cause,
             error_code=outcome.code,
             error_message=outcome.message,
-            events=claim.events,
         )
 
 

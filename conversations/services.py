@@ -17,7 +17,7 @@ from functools import cache
 
 from django.conf import settings
 from django.db import IntegrityError, connection, transaction
-from django.db.models import F, Q
+from django.db.models import F, Model, Q
 from django.utils import timezone
 
 from adstudio.db import Add, Batch, columns, from_row, quote_name
@@ -283,7 +283,6 @@ def _finish(
     error_code: str = "",
     error_message: str = "",
     final_message: str = "",
-    events: EventLog | None = None,
 ) -> None:
     now = timezone.now()
     run.status = status
@@ -306,7 +305,7 @@ def _finish(
         updated_at=now,
     )
     writes.insert(
-        *(events or EventLog(run)).numbered(
+        *EventLog(run).numbered(
             (
                 RunEventType.RUN_FINISHED,
                 {"status": status, "stopCause": cause, "errorCode": error_code},
@@ -382,10 +381,93 @@ def run_finish(
     error_code: str = "",
     error_message: str = "",
     final_message: str = "",
-    events: EventLog | None = None,
 ) -> bool:
     """End the run exactly once (False if it had already ended) and start the next
-    queued run of its conversation."""
+    queued run of its conversation.
+
+    On PostgreSQL the finish is one statement (run, conversation totals and the
+    ``run.finished`` event), which ends the run only if it has not ended yet; it runs at
+    the end of every run, where the lock, the writes and the commit as separate round
+    trips cost more than the rest of the finish."""
+    if connection.vendor != "postgresql":
+        return _run_finish_locked(
+            run_id=run_id,
+            status=status,
+            cause=cause,
+            error_code=error_code,
+            error_message=error_message,
+            final_message=final_message,
+        )
+    now = timezone.now()
+    finished = {
+        "status": status,
+        "stop_cause": cause,
+        "error_code": error_code,
+        "error_message": error_message[:4000],
+        "final_message": final_message,
+        "finished_at": now,
+    }
+    event_data = {"status": status, "stopCause": cause, "errorCode": error_code}
+    # One statement, so no transaction of its own; inside a caller's, the next run is
+    # looked up when that commits.
+    with connection.cursor() as cursor:
+        cursor.execute(
+            _finish_sql(),
+            [
+                *(_prep(Run, name, value) for name, value in finished.items()),
+                _uuid(run_id),
+                *RunStatus.finished(),
+                _prep(Conversation, "updated_at", now),
+                RunEventType.RUN_FINISHED,
+                _prep(RunEvent, "data", event_data),
+                _prep(RunEvent, "created_at", now),
+            ],
+        )
+        row = cursor.fetchone()
+    if row is None:
+        return False
+    conversation_id = Conversation._meta.pk.to_python(row[0])
+    transaction.on_commit(lambda: _enqueue_next(conversation_id=conversation_id))
+    return True
+
+
+def _prep(model: type[Model], name: str, value):
+    return model._meta.get_field(name).get_db_prep_save(value, connection)
+
+
+def _column(model: type[Model], name: str) -> str:
+    return quote_name(model._meta.get_field(name).column)
+
+
+# A run's usage, added to its conversation's totals when it finishes.
+_USAGE_TOTALS = ("prompt_tokens", "completion_tokens", "cached_tokens", "cost")
+
+
+@cache
+def _finish_sql() -> str:
+    """The run's finish as one statement: it changes nothing and returns no row when the
+    run has already ended. Its event takes the run's next sequence number."""
+    runs, conversations, events = (
+        quote_name(m._meta.db_table) for m in (Run, Conversation, RunEvent)
+    )
+    assignments = ", ".join(f"{_column(Run, name)} = %s" for name in _FINISHED_FIELDS)
+    usage = [_column(Run, name) for name in _USAGE_TOTALS]  # named alike on both models
+    totals = ", ".join(f"{column} = c.{column} + f.{column}" for column in usage)
+    return (
+        f"WITH f AS (UPDATE {runs} SET {assignments} WHERE id = %s AND status NOT IN (%s, %s, %s) "
+        f"RETURNING id, conversation_id, {', '.join(usage)}), "
+        f"c AS (UPDATE {conversations} c SET {totals}, updated_at = %s FROM f "
+        "WHERE c.id = f.conversation_id), "
+        f"e AS (INSERT INTO {events} (run_id, seq, type, data, created_at) SELECT f.id, "
+        f"COALESCE((SELECT max(seq) FROM {events} WHERE run_id = f.id), 0) + 1, %s, %s, %s "
+        "FROM f) "
+        "SELECT conversation_id FROM f"
+    )
+
+
+def _run_finish_locked(*, run_id: uuid.UUID, **outcome) -> bool:
+    """``run_finish`` as a lock, then the writes: for databases without data-modifying
+    ``WITH``."""
     with transaction.atomic():
         with connection.cursor() as cursor:
             cursor.execute(_run_lock_sql(), [_uuid(run_id)])
@@ -395,15 +477,7 @@ def run_finish(
         run, _ = from_row(Run, row)
         if run.status in RunStatus.finished():
             return False
-        _finish(
-            run,
-            status=status,
-            cause=cause,
-            error_code=error_code,
-            error_message=error_message,
-            final_message=final_message,
-            events=events,
-        )
+        _finish(run, **outcome)
         return True
 
 

@@ -1,0 +1,89 @@
+"""Ending a run: once, with its usage added to its conversation and its last event."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from conversations.models import Conversation, Run, RunEvent
+from conversations.services import run_finish
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture
+def running(en_ad):
+    conversation = Conversation.objects.create(
+        ad=en_ad, prompt_tokens=1000, completion_tokens=100, cost=Decimal("0.5")
+    )
+    run = Run.objects.create(
+        conversation=conversation,
+        input_text="Make the ad.",
+        status="running",
+        prompt_tokens=300,
+        completion_tokens=30,
+        cached_tokens=200,
+        cost=Decimal("0.012345"),
+    )
+    RunEvent.objects.bulk_create(
+        RunEvent(run=run, seq=seq, type="text", data={}) for seq in (1, 2, 3)
+    )
+    return run
+
+
+def test_a_finish_ends_the_run_adds_its_usage_and_writes_its_last_event(running):
+    with CaptureQueriesContext(connection) as queries:
+        finished = run_finish(
+            run_id=running.pk,
+            status="failed",
+            cause="error",
+            error_code="provider_unavailable",
+            error_message="x" * 5000,
+        )
+
+    assert finished
+    # The finish and the look-up of the conversation's next run: no lock or commit apart.
+    assert len(queries) == 2
+    running.refresh_from_db()
+    assert (running.status, running.stop_cause, running.error_code) == (
+        "failed",
+        "error",
+        "provider_unavailable",
+    )
+    assert len(running.error_message) == 4000
+    assert running.finished_at is not None
+    conversation = running.conversation
+    conversation.refresh_from_db()
+    assert (conversation.prompt_tokens, conversation.completion_tokens) == (1300, 130)
+    assert (conversation.cached_tokens, conversation.cost) == (200, Decimal("0.512345"))
+    assert conversation.updated_at == running.finished_at
+    last = RunEvent.objects.filter(run=running).order_by("-seq").first()
+    assert (last.seq, last.type) == (4, "run.finished")
+    assert last.data == {
+        "status": "failed",
+        "stopCause": "error",
+        "errorCode": "provider_unavailable",
+    }
+
+
+def test_a_run_that_has_ended_is_not_finished_again(running):
+    assert run_finish(run_id=running.pk, status="succeeded", cause="final_answer")
+
+    again = run_finish(run_id=running.pk, status="failed", cause="error", error_code="late")
+
+    assert not again
+    running.refresh_from_db()
+    assert (running.status, running.error_code) == ("succeeded", "")
+    running.conversation.refresh_from_db()
+    assert running.conversation.prompt_tokens == 1300  # added once
+    assert RunEvent.objects.filter(run=running, type="run.finished").count() == 1
+
+
+def test_finishing_a_run_that_does_not_exist_changes_nothing(running):
+    import uuid
+
+    assert not run_finish(run_id=uuid.uuid4(), status="succeeded", cause="final_answer")
+    assert RunEvent.objects.count() == 3
