@@ -12,6 +12,7 @@ import time
 from datetime import timedelta
 
 from django.conf import settings
+from django.db import transaction
 from django.http import StreamingHttpResponse
 from django.shortcuts import get_object_or_404
 from django.urls import reverse
@@ -268,6 +269,7 @@ class GenerateView(_RunStartView):
             )
         brief = values.get("brief") or {}
 
+        @transaction.atomic  # the brief is saved with its run, or neither is
         def start() -> Run:
             target = ad_update(ad=ad, **brief) if ad else ad_create(owner=request.user, **brief)
             return start_generation(

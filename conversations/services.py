@@ -78,14 +78,16 @@ def send_message(
     requested_by=None,
     idempotency_key: str = "",
 ) -> Run:
-    """Queue a user turn ("make the music more upbeat") in an existing conversation."""
-    with transaction.atomic(savepoint=False):  # as in start_generation
-        return _run_create(
-            conversation=conversation,
-            text=text,
-            requested_by=requested_by,
-            idempotency_key=idempotency_key,
-        )
+    """Queue a user turn ("make the music more upbeat") in an existing conversation.
+
+    One INSERT, so it needs no transaction of its own: outside one, the task is enqueued
+    as soon as the row is in."""
+    return _run_create(
+        conversation=conversation,
+        text=text,
+        requested_by=requested_by,
+        idempotency_key=idempotency_key,
+    )
 
 
 def _run_create(
@@ -106,18 +108,22 @@ def run_once_per_key(
 ) -> tuple[Run, bool]:
     """``start()`` a run unless this user already started one with this key; returns
     ``(run, created)``. Two racing requests with one key end with one run: the loser's
-    whole transaction (ad, conversation, run) rolls back on the unique constraint."""
-    if idempotency_key:
-        existing = Run.objects.filter(
-            requested_by=requested_by, idempotency_key=idempotency_key
-        ).first()
-        if existing is not None:
-            return existing, False
+    whole transaction (ad, conversation, run) rolls back on the unique constraint.
+
+    ``start`` makes its own writes atomic; without a key it is simply called, so that a
+    chat message costs one INSERT, not a transaction around it."""
+    if not idempotency_key:
+        return start(), True
+    existing = Run.objects.filter(
+        requested_by=requested_by, idempotency_key=idempotency_key
+    ).first()
+    if existing is not None:
+        return existing, False
     try:
         with transaction.atomic():
             return start(), True
     except IntegrityError as exc:
-        if idempotency_key and "run_unique_idempotency_key" in str(exc):
+        if "run_unique_idempotency_key" in str(exc):
             run = Run.objects.get(requested_by=requested_by, idempotency_key=idempotency_key)
             return run, False
         raise

@@ -218,6 +218,35 @@ def test_chat_without_a_conversation_starts_one_with_the_brief(api, ad):
     assert run.input_text.startswith("Brief\n") and run.input_text.endswith("Make it funny")
 
 
+@runs_execute
+def test_a_chat_message_is_stored_by_one_insert_before_its_task_is_sent(api, ad, monkeypatch):
+    # given a conversation, and a broker that records what it is sent
+    from django.db import connection
+
+    from conversations import tasks
+
+    conversation = Conversation.objects.create(ad=ad)
+    sent, statements = [], []
+    monkeypatch.setattr(tasks.run_agent_task, "delay", lambda run_id: sent.append(run_id))
+
+    def record(execute, sql, params, many, context):
+        statements.append((sql.split()[0], connection.in_atomic_block, list(sent)))
+        return execute(sql, params, many, context)
+
+    # when a message is posted
+    with connection.execute_wrapper(record):
+        response = api.post(f"/api/ads/{ad.pk}/chat", {"message": "More bass"}, format="json")
+
+    # then the run is written by one INSERT outside any transaction (no BEGIN or COMMIT
+    # round trips), the task is sent after it, and nothing else is written
+    assert response.status_code == 202
+    run = Run.objects.get(conversation=conversation)
+    assert sent == [str(run.pk)] and run.input_text == "More bass"
+    writes = [(verb, atomic, before) for verb, atomic, before in statements if verb != "SELECT"]
+    assert writes == [("INSERT", False, [])]
+    assert len(statements) <= 4  # the token, the ad, its conversation, the run
+
+
 def test_other_users_objects_are_404(api, other_user, make_ad):
     theirs = make_ad(owner=other_user)
     other = api_for(other_user)
