@@ -27,6 +27,33 @@ INTERRUPTED_RESULT = json.dumps(
 )
 
 
+# What the loop reads of a stored message. A history is loaded as rows of these fields,
+# not as model instances: a long conversation loads hundreds of messages every turn, and
+# building instances cost twice the query.
+HISTORY_FIELDS = (
+    "seq",
+    "role",
+    "text",
+    "tool_calls",
+    "tool_call_id",
+    "name",
+    "is_error",
+    "provider_data",
+    "tokens",
+    "run_id",
+)
+
+
+def history_rows(*, conversation_id, after_seq: int) -> list:
+    """The conversation's messages after ``after_seq`` in order, as named rows of
+    ``HISTORY_FIELDS`` (which a ``Message`` instance also has)."""
+    return list(
+        MessageRow.objects.filter(conversation_id=conversation_id, seq__gt=after_seq)
+        .order_by("seq")
+        .values_list(*HISTORY_FIELDS, named=True)
+    )
+
+
 def tool_calls_to_json(calls: Iterable[ToolCall]) -> list[dict]:
     """How an assistant message's tool calls are stored in ``Message.tool_calls``."""
     stored = []

@@ -23,6 +23,7 @@ from adstudio.tools import ToolContext
 from conversations import providers
 from conversations.heartbeat import Heartbeat
 from conversations.history import (
+    history_rows,
     make_valid,
     recent_turns_within,
     row_to_message,
@@ -111,7 +112,9 @@ class RunState:
     run: Run
     conversation: Conversation
     route: list[providers.ProviderBinding]
-    rows: list[MessageRow]  # the history sent to the model (after the summary)
+    # The history sent to the model (after the summary): rows as loaded (``history_rows``),
+    # then the messages this run appends.
+    rows: list
     next_seq: int
     events: EventLog
     heartbeat: Heartbeat
@@ -186,11 +189,7 @@ def _load_state(run: Run, heartbeat: Heartbeat, events: EventLog) -> RunState:
         market=conversation.ad.market,
         requested=conversation.provider or None,
     )
-    rows = list(
-        MessageRow.objects.filter(
-            conversation=conversation, seq__gt=conversation.summary_upto_seq
-        ).order_by("seq")
-    )
+    rows = history_rows(conversation_id=conversation.pk, after_seq=conversation.summary_upto_seq)
     last_seq = rows[-1].seq if rows else conversation.summary_upto_seq
     state = RunState(
         run=run,

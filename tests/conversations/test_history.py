@@ -123,3 +123,45 @@ def test_everything_fits_a_large_budget(budget):
     turns = split_turns([_row(1, "user", 10), _row(2, "assistant", 10)])
     older, recent = recent_turns_within(turns, budget=budget)
     assert older == [] and len(recent) == 1
+
+
+@pytest.mark.django_db
+def test_history_rows_read_back_what_the_loop_uses_of_each_message(en_ad):
+    from conversations.history import HISTORY_FIELDS, history_rows, row_to_message
+    from conversations.models import Conversation, Run
+
+    conversation = Conversation.objects.create(ad=en_ad)
+    run = Run.objects.create(conversation=conversation, input_text="brief")
+    calls = [{"id": "c1", "name": "search_voices", "arguments": {"language": "en"}}]
+    stored = [
+        MessageRow.objects.create(conversation=conversation, seq=1, role="user", text="brief"),
+        MessageRow.objects.create(
+            conversation=conversation,
+            run=run,
+            seq=2,
+            role="assistant",
+            tool_calls=calls,
+            provider_data={"reasoning_content": "think"},
+            tokens=12,
+        ),
+        MessageRow.objects.create(
+            conversation=conversation,
+            run=run,
+            seq=3,
+            role="tool",
+            text='{"voices": []}',
+            tool_call_id="c1",
+            name="search_voices",
+            is_error=True,
+        ),
+    ]
+
+    rows = history_rows(conversation_id=conversation.pk, after_seq=1)
+
+    assert [row.seq for row in rows] == [2, 3]
+    for row, instance in zip(rows, stored[1:], strict=True):
+        assert {f: getattr(row, f) for f in HISTORY_FIELDS} == {
+            f: getattr(instance, f) for f in HISTORY_FIELDS
+        }
+        assert row_to_message(row) == row_to_message(instance)
+    assert rows[0].tool_calls == calls and rows[0].run_id == run.pk
