@@ -121,6 +121,12 @@ def main() -> None:
     parser.add_argument(
         "--think", type=float, default=0.0, help="seconds a client pauses between messages"
     )
+    parser.add_argument(
+        "--worker-nice",
+        type=int,
+        default=0,
+        help="niceness of the Celery worker: above 0, the web gets the CPU first",
+    )
     args = parser.parse_args()
     url = bench_database_url()
     create_database(url)
@@ -173,8 +179,9 @@ def main() -> None:
             env,
             Path(logs) / "web.log",
         )
+        nice = ["nice", "-n", str(args.worker_nice)] if args.worker_nice else []
         worker = start(
-            worker_command(concurrency=8, loglevel="WARNING"),
+            [*nice, *worker_command(concurrency=8, loglevel="WARNING")],
             env,
             Path(logs) / "worker.log",
         )
