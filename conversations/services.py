@@ -218,13 +218,14 @@ def run_claim(*, run_id: uuid.UUID) -> Claim | None:
             return None
         if locked.after_unfinished:
             return None
-        resumed = run.status == RunStatus.RUNNING
+        # A run has events from before if it was ever claimed: a stuck one taken over,
+        # or a failed or stuck one that staff requeued. Those continue their numbering.
+        resumed = run.status == RunStatus.RUNNING or run.started_at is not None
         run.status = RunStatus.RUNNING
         run.started_at = run.started_at or now
         run.heartbeat_at = now
         if run.error_code == ENQUEUE_FAILED:
             run.error_code, run.error_message = "", ""
-        # A new run has no events yet; a resumed one continues its numbering.
         events = EventLog(run, next_seq=None if resumed else 1)
         # A claim lost to a database crash is made again by the recovery sweep.
         writes = Batch(durable=False)

@@ -254,6 +254,37 @@ def test_provider_failure_ends_the_run_failed_with_a_readable_error(
     assert Message.objects.filter(conversation=run.conversation, role="user").count() == 1
 
 
+def test_a_failed_run_that_staff_requeue_runs_again_and_continues_its_events(
+    fake_providers, en_ad, settings, voices
+):
+    # given a run that failed on a provider error, with its events written
+    from conversations.services import run_requeue
+
+    settings.ADSTUDIO_PROVIDER_FALLBACKS = []
+    fake_providers.script(
+        error_turn(400, {"error": {"message": "Invalid", "type": "invalid_request_error"}})
+    )
+    run = run_of(start_generation(ad=en_ad))
+    assert run.status == "failed"
+    events_before = RunEvent.objects.filter(run=run).count()
+
+    # when staff requeue it and the provider is back
+    fake_providers.script(*first_turn(voices, turn))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr("conversations.services.run_enqueue", lambda run_id: None)
+        assert run_requeue(run=run)
+    run_agent(run.pk)
+
+    # then it runs to the end, its events numbered on from the failed attempt's
+    run = run_of(run)
+    assert run.status == "succeeded", run.error_message
+    events = list(RunEvent.objects.filter(run=run).order_by("seq"))
+    assert [e.seq for e in events] == list(range(1, len(events) + 1))
+    restarted = events[events_before]
+    assert (restarted.type, restarted.data) == ("run.started", {"resumed": True})
+    assert Draft.objects.filter(run_id=run.pk).count() == 3
+
+
 def test_a_running_run_is_cancelled_at_the_next_step(fake_providers, en_ad, settings):
     settings.ADSTUDIO_HEARTBEAT_INTERVAL = 0.05
     fake_providers.script(turn(tool_calls=[call("get_current_state", {})], delay=0.6))
