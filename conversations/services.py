@@ -282,26 +282,73 @@ _FINISHED_FIELDS = (
 )
 
 
-def _finish(
-    run: Run,
+def _finish(run: Run, **outcome) -> None:
+    """End ``run``, which the caller has locked and found unfinished, with ``outcome``
+    (as ``_finished_fields`` takes it); the run's fields are set to match."""
+    fields = _finished_fields(**outcome)
+    if connection.vendor == "postgresql":
+        _write_finish(run.pk, fields)
+    else:
+        _write_finish_in_steps(run, fields)
+    for name, value in fields.items():
+        setattr(run, name, value)
+    _start_next_after_commit(run.conversation_id)
+
+
+def _finished_fields(
     *,
     status: RunStatus,
     cause: StopCause,
     error_code: str = "",
     error_message: str = "",
     final_message: str = "",
-) -> None:
-    now = timezone.now()
-    run.status = status
-    run.stop_cause = cause
-    run.error_code = error_code
-    run.error_message = error_message[:4000]
-    run.final_message = final_message
-    run.finished_at = now
+) -> dict:
+    return {
+        "status": status,
+        "stop_cause": cause,
+        "error_code": error_code,
+        "error_message": error_message[:4000],
+        "final_message": final_message,
+        "finished_at": timezone.now(),
+    }
+
+
+def _finished_event(fields: dict) -> dict:
+    return {
+        "status": fields["status"],
+        "stopCause": fields["stop_cause"],
+        "errorCode": fields["error_code"],
+    }
+
+
+def _write_finish(run_id: uuid.UUID, fields: dict) -> uuid.UUID | None:
+    """Write the finish in one statement (PostgreSQL): the run, its usage added to its
+    conversation's totals (whose ``updated_at`` is its last activity) and its
+    ``run.finished`` event. Returns the run's conversation, or None when the run had
+    already ended, in which case nothing is written."""
+    now = fields["finished_at"]
+    with connection.cursor() as cursor:
+        cursor.execute(
+            _finish_sql(),
+            [
+                *(_prep(Run, name, fields[name]) for name in _FINISHED_FIELDS),
+                _uuid(run_id),
+                *RunStatus.finished(),
+                _prep(Conversation, "updated_at", now),
+                RunEventType.RUN_FINISHED,
+                _prep(RunEvent, "data", _finished_event(fields)),
+                _prep(RunEvent, "created_at", now),
+            ],
+        )
+        row = cursor.fetchone()
+    return None if row is None else Conversation._meta.pk.to_python(row[0])
+
+
+def _write_finish_in_steps(run: Run, fields: dict) -> None:
+    """``_write_finish`` for databases without data-modifying ``WITH``: ``run`` is locked
+    and unfinished, and its usage is current."""
     writes = Batch()
-    writes.update(Run, run.pk, **{f: getattr(run, f) for f in _FINISHED_FIELDS})
-    # The run's usage is added to its conversation's totals; the conversation's
-    # updated_at is its last activity.
+    writes.update(Run, run.pk, **fields)
     writes.update(
         Conversation,
         run.conversation_id,
@@ -309,20 +356,15 @@ def _finish(
         completion_tokens=Add(run.completion_tokens),
         cached_tokens=Add(run.cached_tokens),
         cost=Add(run.cost),
-        updated_at=now,
+        updated_at=fields["finished_at"],
     )
-    writes.insert(
-        *EventLog(run).numbered(
-            (
-                RunEventType.RUN_FINISHED,
-                {"status": status, "stopCause": cause, "errorCode": error_code},
-            )
-        )
-    )
+    writes.insert(*EventLog(run).numbered((RunEventType.RUN_FINISHED, _finished_event(fields))))
     writes.write()
-    # Looked up once this finish is committed: a run queued meanwhile is then either found
-    # here or sees this one finished when its own task claims it.
-    conversation_id = run.conversation_id
+
+
+def _start_next_after_commit(conversation_id: uuid.UUID) -> None:
+    # Looked up once the finish is committed: a run queued meanwhile is then either found
+    # there or sees this one finished when its own task claims it.
     transaction.on_commit(lambda: _enqueue_next(conversation_id=conversation_id))
 
 
@@ -392,50 +434,32 @@ def run_finish(
     """End the run exactly once (False if it had already ended) and start the next
     queued run of its conversation.
 
-    On PostgreSQL the finish is one statement (run, conversation totals and the
-    ``run.finished`` event), which ends the run only if it has not ended yet; it runs at
-    the end of every run, where the lock, the writes and the commit as separate round
-    trips cost more than the rest of the finish."""
-    if connection.vendor != "postgresql":
-        return _run_finish_locked(
-            run_id=run_id,
-            status=status,
-            cause=cause,
-            error_code=error_code,
-            error_message=error_message,
-            final_message=final_message,
-        )
-    now = timezone.now()
-    finished = {
+    On PostgreSQL this is the finish's one statement, which ends the run only if it has
+    not ended yet: no lock, read or commit of its own at the end of every run."""
+    outcome = {
         "status": status,
-        "stop_cause": cause,
+        "cause": cause,
         "error_code": error_code,
-        "error_message": error_message[:4000],
+        "error_message": error_message,
         "final_message": final_message,
-        "finished_at": now,
     }
-    event_data = {"status": status, "stopCause": cause, "errorCode": error_code}
-    # One statement, so no transaction of its own; inside a caller's, the next run is
-    # looked up when that commits.
-    with connection.cursor() as cursor:
-        cursor.execute(
-            _finish_sql(),
-            [
-                *(_prep(Run, name, value) for name, value in finished.items()),
-                _uuid(run_id),
-                *RunStatus.finished(),
-                _prep(Conversation, "updated_at", now),
-                RunEventType.RUN_FINISHED,
-                _prep(RunEvent, "data", event_data),
-                _prep(RunEvent, "created_at", now),
-            ],
-        )
-        row = cursor.fetchone()
-    if row is None:
-        return False
-    conversation_id = Conversation._meta.pk.to_python(row[0])
-    transaction.on_commit(lambda: _enqueue_next(conversation_id=conversation_id))
-    return True
+    if connection.vendor == "postgresql":
+        conversation_id = _write_finish(run_id, _finished_fields(**outcome))
+        if conversation_id is None:
+            return False
+        _start_next_after_commit(conversation_id)
+        return True
+    with transaction.atomic():
+        with connection.cursor() as cursor:
+            cursor.execute(_run_lock_sql(), [_uuid(run_id)])
+            row = cursor.fetchone()
+        if row is None:
+            return False
+        run, _ = from_row(Run, row)
+        if run.status in RunStatus.finished():
+            return False
+        _finish(run, **outcome)
+        return True
 
 
 def _prep(model: type[Model], name: str, value):
@@ -452,8 +476,7 @@ _USAGE_TOTALS = ("prompt_tokens", "completion_tokens", "cached_tokens", "cost")
 
 @cache
 def _finish_sql() -> str:
-    """The run's finish as one statement: it changes nothing and returns no row when the
-    run has already ended. Its event takes the run's next sequence number."""
+    """``_write_finish``'s statement. Its event takes the run's next sequence number."""
     runs, conversations, events = (
         quote_name(m._meta.db_table) for m in (Run, Conversation, RunEvent)
     )
@@ -470,22 +493,6 @@ def _finish_sql() -> str:
         "FROM f) "
         "SELECT conversation_id FROM f"
     )
-
-
-def _run_finish_locked(*, run_id: uuid.UUID, **outcome) -> bool:
-    """``run_finish`` as a lock, then the writes: for databases without data-modifying
-    ``WITH``."""
-    with transaction.atomic():
-        with connection.cursor() as cursor:
-            cursor.execute(_run_lock_sql(), [_uuid(run_id)])
-            row = cursor.fetchone()
-        if row is None:
-            return False
-        run, _ = from_row(Run, row)
-        if run.status in RunStatus.finished():
-            return False
-        _finish(run, **outcome)
-        return True
 
 
 def run_cancel(*, run: Run) -> Run:
