@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import threading
 
 from django.conf import settings
 
@@ -54,13 +55,20 @@ def get_provider(name: str) -> ChatProvider:
             f"unknown provider {name!r}: choose one of {', '.join(PROVIDER_NAMES)}"
         )
     config = _config(name)
-    return _build(
-        name,
-        config.get("api_key", ""),
-        config.get("base_url", ""),
-        float(getattr(settings, "ADSTUDIO_PROVIDER_TIMEOUT", 60.0)),
-        float(getattr(settings, "ADSTUDIO_PROVIDER_CONNECT_TIMEOUT", 10.0)),
-    )
+    with _build_lock:
+        return _build(
+            name,
+            config.get("api_key", ""),
+            config.get("base_url", ""),
+            float(getattr(settings, "ADSTUDIO_PROVIDER_TIMEOUT", 60.0)),
+            float(getattr(settings, "ADSTUDIO_PROVIDER_CONNECT_TIMEOUT", 10.0)),
+        )
+
+
+# The cache alone does not stop threads that miss it together from each building a client:
+# a worker starting its runs at once would build one per run (an SSL context and a
+# connection pool each, tens of milliseconds of CPU), and keep them.
+_build_lock = threading.Lock()
 
 
 @functools.lru_cache(maxsize=32)

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import logging
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from conversations.providers import ProviderUnavailable, get_provider, route
+from conversations.providers import ProviderUnavailable, get_provider, route, router
 from conversations.providers.demo import DemoProvider
 from conversations.providers.openai_compat import OpenAICompatProvider
+from conversations.providers.profiles import CHAT_COMPLETIONS
 
 ROUTES = {
     **dict.fromkeys(("th", "id", "vi", "es", "pt", "pl", "cs", "ro"), "qwen"),
@@ -133,3 +137,29 @@ def test_get_provider_reuses_one_client_per_configuration(keys, settings):
     assert first is again
     assert moved is not first and moved.base_url == "http://127.0.0.1:11434/v1"
     assert "secret" not in repr(first)
+
+
+def test_threads_asking_at_once_share_one_client(keys, settings, monkeypatch):
+    """A worker starts its runs together: each asks for the provider before any has it."""
+    keys("openai")
+    settings.ADSTUDIO_PROVIDERS["openai"]["base_url"] = "http://127.0.0.1:9/v1"  # a new config
+    built = []
+
+    class SlowToBuild(OpenAICompatProvider):
+        def __init__(self, **kwargs):
+            built.append(kwargs["name"])
+            time.sleep(0.05)  # as an SSL context and a pool take, long enough for others to ask
+            super().__init__(**kwargs)
+
+    monkeypatch.setitem(router.ADAPTERS, CHAT_COMPLETIONS, SlowToBuild)
+    start = threading.Barrier(8)
+
+    def ask():
+        start.wait()
+        return get_provider("openai")
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        providers = list(pool.map(lambda _: ask(), range(8)))
+
+    assert built == ["openai"]
+    assert all(provider is providers[0] for provider in providers)
