@@ -56,6 +56,7 @@ from conversations.providers.base import (
     UserMessage,
 )
 from conversations.services import EventLog, run_claim, run_finish
+from conversations.step_gate import step_gate
 from conversations.tokens import message_tokens
 from conversations.tools import ToolOutcome, execute_tool_call, tool_specs
 
@@ -133,7 +134,15 @@ class RunState:
 
 
 def run_agent(run_id: uuid.UUID | str) -> None:
-    """Execute (or resume) the run; safe to call twice: a second call finds nothing to do."""
+    """Execute (or resume) the run; safe to call twice: a second call finds nothing to do.
+
+    The run computes only while it holds a slot of the process's step gate, and gives the
+    slot back while it waits on its provider."""
+    with step_gate().held():
+        _run_agent(run_id)
+
+
+def _run_agent(run_id: uuid.UUID | str) -> None:
     claim = run_claim(run_id=uuid.UUID(str(run_id)))
     if claim is None:
         return
@@ -337,12 +346,13 @@ def _model_step(state: RunState, *, final: bool = False) -> RunTools | Final | S
     text_stream = _TextEvents(state.events)
     release_connection()  # a worker with many runs waiting needs few connections
     try:
-        response = providers.generate(
-            request,
-            route=state.route,
-            on_attempt=lambda attempt: state.batch.insert(_model_call(run, round_no, attempt)),
-            on_text=text_stream.add,
-        )
+        with step_gate().released():
+            response = providers.generate(
+                request,
+                route=state.route,
+                on_attempt=lambda attempt: state.batch.insert(_model_call(run, round_no, attempt)),
+                on_text=text_stream.add,
+            )
     except Exception:
         try:
             state.batch.write()  # the failed attempts, for staff
@@ -556,13 +566,14 @@ def _summarise_if_needed(state: RunState) -> None:
     )
     round_no = state.run.rounds + 1
     try:
-        response = providers.generate(
-            request,
-            route=state.route,
-            on_attempt=lambda attempt: state.batch.insert(
-                _model_call(state.run, round_no, attempt)
-            ),
-        )
+        with step_gate().released():
+            response = providers.generate(
+                request,
+                route=state.route,
+                on_attempt=lambda attempt: state.batch.insert(
+                    _model_call(state.run, round_no, attempt)
+                ),
+            )
         summary = response.message.text.strip()
     except ProviderError:
         logger.warning(
