@@ -1,19 +1,25 @@
-"""The API under load: 50 web clients posting chat messages for 30 s.
+"""The API under load: 50 web clients chatting for 30 s.
 
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/adstudio \\
         .venv/bin/python -m benchmarks.api_load [--clients 50] [--seconds 30] [--runs 3]
+        [--think S] [--flood]
 
 Starts the app under gunicorn (gthread) and a Celery worker (threads) answering with the
-offline demo director, on a benchmark database and Redis DB 14. Each client posts a chat
-message to its own ad (the enqueue) and then reads the run back, over and over. Prints
-requests/s and p50/p95/p99 of the POST and the GET (medians over ``--runs``), and the
-errors. Results also go to benchmarks/results/.
+offline demo director, on a benchmark database and Redis DB 14. Each client, as the web
+client does, posts a chat message to its own ad (the enqueue), follows the run's events
+(long polling) until the run has finished, reads the run back and posts the next
+message, at once or after ``--think`` seconds. With ``--flood`` a client posts again as
+soon as it has read the run back, finished or not: runs pile up behind one another,
+which measures the machine's capacity rather than a chat. Prints requests/s and
+p50/p95/p99 of the POST and the GET run (medians over ``--runs``), the time from a post
+to its run's end, and the errors. Results also go to benchmarks/results/.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import logging
 import os
 import random
@@ -54,13 +60,32 @@ def wait_http(url: str, timeout: float = 30) -> None:
     sys.exit(f"{url} did not answer within {timeout} s")
 
 
-def one_run(base: str, tokens: list[tuple[str, str]], seconds: float, think: float) -> dict:
+def one_run(
+    base: str, tokens: list[tuple[str, str]], seconds: float, think: float, flood: bool
+) -> dict:
     """All clients in one event loop: the load generator itself stays light. With
     ``think`` > 0 each client pauses that long after reading its run back, as a person
-    reading the reply does; with 0 they post back to back and measure saturation."""
+    reading the reply does."""
     posts: list[float] = []
     gets: list[float] = []
+    replies: list[float] = []  # from the post to the run's end, as the client saw it
     errors: dict[str, int] = {}
+    event_polls = 0
+
+    async def follow(http: httpx.AsyncClient, headers: dict, run_id: str) -> None:
+        nonlocal event_polls
+        after = 0
+        while True:
+            event_polls += 1
+            page = await http.get(
+                f"/api/runs/{run_id}/events", params={"after": after, "wait": 10}, headers=headers
+            )
+            if page.status_code != 200:
+                raise RuntimeError(f"GET events {page.status_code}")
+            body = page.json()
+            after = body["lastSeq"]
+            if body["runStatus"] not in ("queued", "running"):
+                return
 
     async def client(http: httpx.AsyncClient, token: str, ad_id: str, stop_at: float) -> None:
         headers = {"Authorization": f"Token {token}"}
@@ -78,34 +103,56 @@ def one_run(base: str, tokens: list[tuple[str, str]], seconds: float, think: flo
                 post_s = time.perf_counter() - started
                 if posted.status_code != 202:
                     raise RuntimeError(f"POST {posted.status_code}")
+                run_id = posted.json()["runId"]
+                if not flood:
+                    await follow(http, headers, run_id)
+                    reply_s = time.perf_counter() - started
                 started = time.perf_counter()
-                got = await http.get(f"/api/runs/{posted.json()['runId']}", headers=headers)
+                got = await http.get(f"/api/runs/{run_id}", headers=headers)
                 get_s = time.perf_counter() - started
                 if got.status_code != 200:
                     raise RuntimeError(f"GET {got.status_code}")
+                if not flood and got.json()["status"] != "succeeded":
+                    raise RuntimeError(f"run {got.json()['status']}")
             except (httpx.HTTPError, RuntimeError) as exc:
                 key = str(exc)[:60] or type(exc).__name__
                 errors[key] = errors.get(key, 0) + 1
                 continue
             posts.append(post_s * 1000)
             gets.append(get_s * 1000)
+            if not flood:
+                replies.append(reply_s * 1000)
             if think:  # people don't act in step: 0.5x to 1.5x the mean pause
                 await asyncio.sleep(think * rng.uniform(0.5, 1.5))
 
     async def all_clients() -> float:
-        limits = httpx.Limits(max_connections=len(tokens))
-        async with httpx.AsyncClient(base_url=base, timeout=30, limits=limits) as http:
+        # One HTTP client and connection per web client, as each browser has its own: in
+        # one shared pool, httpx checks every idle connection on every request, and with
+        # 50 of them that cost the load generator most of a core the app needs.
+        async with contextlib.AsyncExitStack() as stack:
+            https = [
+                await stack.enter_async_context(
+                    httpx.AsyncClient(
+                        base_url=base, timeout=30, limits=httpx.Limits(max_connections=1)
+                    )
+                )
+                for _ in tokens
+            ]
             started = time.monotonic()
             stop_at = started + seconds
-            await asyncio.gather(*(client(http, t, a, stop_at) for t, a in tokens))
+            await asyncio.gather(
+                *(client(http, t, a, stop_at) for http, (t, a) in zip(https, tokens, strict=True))
+            )
             return time.monotonic() - started
 
     elapsed = asyncio.run(all_clients())
     quantiles = (("p50", 0.5), ("p95", 0.95), ("p99", 0.99))
     return {
-        "requests_per_s": (len(posts) + len(gets)) / elapsed,
+        "requests_per_s": (len(posts) + len(gets) + event_polls) / elapsed,
+        "event_polls": event_polls,
         "post_ms": {q: percentile(posts, f) for q, f in quantiles},
         "get_ms": {q: percentile(gets, f) for q, f in quantiles},
+        "reply_ms": {q: percentile(replies, f) for q, f in quantiles} if replies else None,
         "posts": len(posts),
         "errors": errors,
     }
@@ -120,6 +167,11 @@ def main() -> None:
     parser.add_argument("--web-threads", type=int, default=16)
     parser.add_argument(
         "--think", type=float, default=0.0, help="seconds a client pauses between messages"
+    )
+    parser.add_argument(
+        "--flood",
+        action="store_true",
+        help="post again without waiting for the run to finish (the machine's capacity)",
     )
     parser.add_argument(
         "--worker-nice",
@@ -189,7 +241,7 @@ def main() -> None:
             wait_http(f"http://127.0.0.1:{port}/api/schema/")
             with CpuSteal() as steal:
                 results = [
-                    one_run(f"http://127.0.0.1:{port}", pairs, args.seconds, args.think)
+                    one_run(f"http://127.0.0.1:{port}", pairs, args.seconds, args.think, args.flood)
                     for _ in range(args.runs)
                 ]
         finally:
@@ -200,6 +252,7 @@ def main() -> None:
         "clients": args.clients,
         "seconds": args.seconds,
         "think_s": args.think,
+        "flood": args.flood,
         "runs": results,
         "median": {
             "requests_per_s": statistics.median(r["requests_per_s"] for r in results),
@@ -208,6 +261,14 @@ def main() -> None:
                 for kind in ("post", "get")
                 for q in ("p50", "p95", "p99")
             },
+            **(
+                {}
+                if args.flood
+                else {
+                    f"reply_{q}": statistics.median(r["reply_ms"][q] for r in results)
+                    for q in ("p50", "p95", "p99")
+                }
+            ),
         },
         "errors": sum(sum(r["errors"].values()) for r in results),
         "machine": machine(),
@@ -217,6 +278,7 @@ def main() -> None:
     m = summary["median"]
     print(
         f"api_load: {args.clients} clients x {args.seconds:.0f} s, think {args.think} s, "
+        f"{'flood (runs pile up)' if args.flood else 'each following its run'}, "
         f"{args.runs} runs (medians)"
     )
     print(f"  chat messages/s {statistics.median(r['posts'] for r in results) / args.seconds:.1f}")
@@ -229,6 +291,11 @@ def main() -> None:
         f"  GET run            p50 {m['get_p50']:.1f}  p95 {m['get_p95']:.1f}  "
         f"p99 {m['get_p99']:.1f} ms"
     )
+    if not args.flood:
+        print(
+            f"  post to run's end p50 {m['reply_p50']:.1f}  p95 {m['reply_p95']:.1f}  "
+            f"p99 {m['reply_p99']:.1f} ms   (events long polling)"
+        )
     print(steal.report())
     print(f"  errors {summary['errors']}: {[r['errors'] for r in results]}")
     print(f"results: {write_results('api_load', summary)}")
