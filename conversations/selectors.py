@@ -13,6 +13,7 @@ from django.db.models import Avg, Count, Q, QuerySet, Sum
 
 from adstudio.db import release_connection
 from conversations.models import Conversation, Message, ModelCall, Role, Run, RunEvent, RunStatus
+from conversations.run_wakeups import run_wakeups
 from drafts.models import Draft
 
 
@@ -43,29 +44,33 @@ def run_drafts(*, run: Run) -> tuple[dict[str, str], list[dict[str, Any]]]:
     )
 
 
-def run_wait(*, run: Run, timeout: float, poll: float = 0.1) -> Run:
+def run_wait(*, run: Run, timeout: float) -> Run:
     """The run, re-read until it finishes or ``timeout`` seconds pass."""
     deadline = time.monotonic() + timeout
-    while run.status not in RunStatus.finished() and time.monotonic() < deadline:
-        time.sleep(min(poll, max(deadline - time.monotonic(), 0)))
-        run.refresh_from_db()
+    with run_wakeups.waiter(run.pk) as woken:
+        while run.status not in RunStatus.finished() and time.monotonic() < deadline:
+            release_connection()  # the wait holds a web thread, not a database connection
+            run_wakeups.wait(woken, deadline - time.monotonic())
+            run.refresh_from_db()
     return run
 
 
-def run_events(*, run: Run, after: int = 0, wait: float = 0, poll: float = 0.2) -> list[RunEvent]:
+def run_events(*, run: Run, after: int = 0, wait: float = 0) -> list[RunEvent]:
     """Events after ``after``; when there are none yet, wait up to ``wait`` seconds for
-    some (long polling) unless the run has already finished."""
+    some (long polling) unless the run has already finished. The wait ends as soon as the
+    run's next events are committed (``run_wakeups``)."""
     deadline = time.monotonic() + wait
-    while True:
-        events = list(RunEvent.objects.filter(run=run, seq__gt=after).order_by("seq")[:500])
-        if events or time.monotonic() >= deadline:
-            return events
-        if not Run.objects.filter(
-            pk=run.pk, status__in=[RunStatus.QUEUED, RunStatus.RUNNING]
-        ).exists():
-            return []
-        release_connection()  # a long poll holds a web thread, not a database connection
-        time.sleep(poll)
+    with run_wakeups.waiter(run.pk) as woken:
+        while True:
+            events = list(RunEvent.objects.filter(run=run, seq__gt=after).order_by("seq")[:500])
+            if events or time.monotonic() >= deadline:
+                return events
+            if not Run.objects.filter(
+                pk=run.pk, status__in=[RunStatus.QUEUED, RunStatus.RUNNING]
+            ).exists():
+                return []
+            release_connection()  # a long poll holds a web thread, not a database connection
+            run_wakeups.wait(woken, deadline - time.monotonic())
 
 
 def message_parts(message: Message) -> list[dict[str, Any]]:

@@ -42,6 +42,16 @@ def _is_loopback(host: object) -> bool:
         return False
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _run_wakeups_stopped_before_teardown(django_db_setup):
+    """The run wake-ups' listener holds a connection to the test database, which must be
+    closed before that database is dropped."""
+    from conversations.run_wakeups import run_wakeups
+
+    yield
+    run_wakeups.stop()
+
+
 @pytest.fixture(autouse=True)
 def _no_network_beyond_loopback(monkeypatch: pytest.MonkeyPatch) -> None:
     """Fail any connection to a non-loopback address (no real LLM call, ever)."""

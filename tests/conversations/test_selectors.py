@@ -1,25 +1,145 @@
-"""Reads that wait: a long poll on a run's events."""
+"""Reads that wait: a long poll on a run's events, and a wait for a run's end, woken by
+the run's committed events."""
 
 from __future__ import annotations
 
-import pytest
-from django.db import connection
+import threading
+import time
 
-from conversations import selectors
-from conversations.models import Conversation, Run
+import pytest
+from django.db import connection, connections
+from django.test.utils import CaptureQueriesContext
+
+from conversations import run_wakeups as wakeups_module
+from conversations import selectors, services
+from conversations.models import Conversation, Run, RunEvent, RunEventType, RunStatus
+from conversations.run_wakeups import run_wakeups
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-def test_a_long_poll_waits_without_holding_a_database_connection(ad, monkeypatch):
+@pytest.fixture
+def queued_run(ad) -> Run:
+    return Run.objects.create(conversation=Conversation.objects.create(ad=ad), input_text="hi")
+
+
+@pytest.fixture
+def listening(monkeypatch):
+    """The process's listener connected, and no safety-net reads within a test's time: a
+    waiter that returns early was woken by a notification."""
+    monkeypatch.setattr(wakeups_module, "POLL_WITH_LISTENER_S", 60.0)
+    with run_wakeups.waiter("nothing"):
+        pass  # starts the listener
+    assert run_wakeups.listening.wait(10), "the listener did not connect"
+
+
+def later(seconds: float, write) -> threading.Thread:
+    """``write`` committed from another thread (its own connection) after ``seconds``."""
+
+    def run() -> None:
+        time.sleep(seconds)
+        try:
+            write()
+        finally:
+            connections.close_all()
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    return thread
+
+
+def test_a_long_poll_waits_without_holding_a_database_connection(queued_run, monkeypatch):
     # given a queued run with no events yet
-    run = Run.objects.create(conversation=Conversation.objects.create(ad=ad), input_text="hi")
-    holding: list[bool] = []
-    monkeypatch.setattr(selectors.time, "sleep", lambda _: holding.append(connection.connection))
+    holding: list[object] = []
+    monkeypatch.setattr(
+        run_wakeups, "wait", lambda event, timeout: holding.append(connection.connection)
+    )
 
     # when a client long-polls its events
-    events = selectors.run_events(run=run, after=0, wait=0.05, poll=0.01)
+    events = selectors.run_events(run=queued_run, after=0, wait=0.05)
 
     # then it got none, and each wait happened with the connection back in the pool
     assert events == []
     assert holding and all(held is None for held in holding)
+
+
+def test_a_long_poll_returns_when_the_runs_next_event_is_committed(queued_run, listening):
+    # given a client long-polling for 30 s, and the run's worker writing an event in 0.3 s
+    writer = later(
+        0.3, lambda: RunEvent.objects.create(run=queued_run, seq=1, type=RunEventType.TEXT)
+    )
+
+    # when the poll returns
+    started = time.monotonic()
+    events = selectors.run_events(run=queued_run, after=0, wait=30)
+    elapsed = time.monotonic() - started
+    writer.join()
+
+    # then it returned the event as it was committed, not at a later read
+    assert [e.seq for e in events] == [1]
+    assert elapsed < 10
+
+
+def test_another_runs_events_do_not_end_the_wait(queued_run, ad, listening):
+    # given an event of another run, committed while a client long-polls this one
+    other = Run.objects.create(conversation=Conversation.objects.create(ad=ad), input_text="x")
+    writer = later(0.1, lambda: RunEvent.objects.create(run=other, seq=1, type=RunEventType.TEXT))
+
+    # when the poll waits for 1 s
+    events = selectors.run_events(run=queued_run, after=0, wait=1)
+    writer.join()
+
+    # then it found nothing for its own run
+    assert events == []
+
+
+def test_waiting_for_a_run_ends_when_its_finish_is_committed(queued_run, listening):
+    # given a client waiting up to 30 s for a run that finishes in 0.3 s
+    writer = later(0.3, lambda: services.run_cancel(run=queued_run))
+
+    # when the wait returns
+    started = time.monotonic()
+    run = selectors.run_wait(run=queued_run, timeout=30)
+    writer.join()
+
+    # then the run is finished, seen well before the timeout
+    assert run.status == RunStatus.CANCELLED
+    assert time.monotonic() - started < 10
+
+
+def test_the_listener_reconnects_after_its_connection_is_killed(queued_run, listening):
+    # given the listener's database connection terminated (a database restart, say)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = %s",
+            [wakeups_module.APPLICATION_NAME],
+        )
+        assert cursor.fetchone() == (True,)
+    deadline = time.monotonic() + 10
+    while run_wakeups.listening.is_set() and time.monotonic() < deadline:
+        time.sleep(0.01)
+
+    # when it is back, and the run's next event is committed during a long poll
+    assert run_wakeups.listening.wait(10), "the listener did not reconnect"
+    writer = later(
+        0.3, lambda: RunEvent.objects.create(run=queued_run, seq=1, type=RunEventType.TEXT)
+    )
+    started = time.monotonic()
+    events = selectors.run_events(run=queued_run, after=0, wait=30)
+    writer.join()
+
+    # then the poll was woken again
+    assert [e.seq for e in events] == [1]
+    assert time.monotonic() - started < 10
+
+
+def test_a_waiting_long_poll_reads_the_database_only_when_woken(queued_run, listening):
+    # given a client long-polling for 1 s a run that writes nothing meanwhile
+    with CaptureQueriesContext(connection) as queries:
+        # when the poll times out
+        events = selectors.run_events(run=queued_run, after=0, wait=1)
+
+    # then it read the events and the run's status once, and the events once more at the
+    # end: not every fraction of a second
+    assert events == []
+    assert len(queries) == 3, [q["sql"] for q in queries]

@@ -1,0 +1,132 @@
+"""Waking the web threads that wait on a run (long polls, SSE, ``?wait=``) when the run's
+events are committed, rather than each re-reading the database every fraction of a second.
+
+A trigger on the event table notifies the channel ``adstudio_run_events`` with the run's
+id; PostgreSQL delivers it at commit, so a notified waiter always finds the rows. Each
+process has one listening connection, read by one daemon thread, which wakes the threads
+waiting on that run. A wake-up only says "read again": a waiter always reads the
+database itself, and still reads every few seconds without one, so a lost notification
+(the listener reconnecting after a database restart) costs latency, never an event.
+Without PostgreSQL, or while the listener is not connected, waiters poll as before.
+
+Polling cost grew with the clients: 50 clients following their runs made the web
+processes read the database 500 times a second while nothing had happened.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from django.db import connections
+
+logger = logging.getLogger(__name__)
+
+CHANNEL = "adstudio_run_events"
+POLL_WITHOUT_LISTENER_S = 0.2  # no notifications: read this often
+POLL_WITH_LISTENER_S = 2.0  # notifications: read this often all the same, in case one was lost
+RECONNECT_MAX_S = 30.0
+APPLICATION_NAME = "adstudio run wake-ups"
+
+
+class RunWakeups:
+    """The waiting threads of one process, by run id, and the thread that wakes them."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._waiters: dict[str, set[threading.Event]] = {}
+        self._listener_pid: int | None = None  # a forked child starts its own listener
+        self._listener: threading.Thread | None = None
+        self._stopping = threading.Event()
+        self.listening = threading.Event()  # set while notifications are being received
+
+    @contextmanager
+    def waiter(self, run_id) -> Iterator[threading.Event]:
+        """An event set whenever ``run_id`` has new events, for the ``with`` block."""
+        self._start_listener()
+        key = str(run_id)
+        event = threading.Event()
+        with self._lock:
+            self._waiters.setdefault(key, set()).add(event)
+        try:
+            yield event
+        finally:
+            with self._lock:
+                waiting = self._waiters.get(key)
+                if waiting is not None:
+                    waiting.discard(event)
+                    if not waiting:
+                        del self._waiters[key]
+
+    def wait(self, event: threading.Event, timeout: float) -> None:
+        """Wait until ``event`` is set or ``timeout`` seconds pass, at most one polling
+        interval; then clear it, before the caller reads the database again."""
+        interval = POLL_WITH_LISTENER_S if self.listening.is_set() else POLL_WITHOUT_LISTENER_S
+        event.wait(max(0.0, min(timeout, interval)))
+        event.clear()
+
+    def wake(self, run_id) -> None:
+        with self._lock:
+            events = list(self._waiters.get(str(run_id), ()))
+        for event in events:
+            event.set()
+
+    def _wake_all(self) -> None:
+        with self._lock:
+            events = [event for waiting in self._waiters.values() for event in waiting]
+        for event in events:
+            event.set()
+
+    def _start_listener(self) -> None:
+        if self._listener_pid == os.getpid() or connections["default"].vendor != "postgresql":
+            return
+        with self._lock:
+            if self._listener_pid == os.getpid():
+                return
+            self._listener_pid = os.getpid()
+            self.listening.clear()
+        params = {
+            **connections["default"].get_connection_params(),
+            "application_name": APPLICATION_NAME,  # to find it in pg_stat_activity
+        }
+        self._stopping.clear()
+        self._listener = threading.Thread(
+            target=self._listen, args=(params,), name="run-wakeups", daemon=True
+        )
+        self._listener.start()
+
+    def stop(self) -> None:
+        """End this process's listener (its connection is closed within a second); the
+        next waiter starts a new one. For the test suite, which drops its database."""
+        self._stopping.set()
+        if self._listener is not None:
+            self._listener.join(timeout=5)
+        self._listener = None
+        self._listener_pid = None
+
+    def _listen(self, params: dict) -> None:
+        import psycopg
+
+        pause = 0.5
+        while not self._stopping.is_set():
+            try:
+                with psycopg.connect(**params, autocommit=True) as listener:
+                    listener.execute(f"LISTEN {CHANNEL}")
+                    self.listening.set()
+                    pause = 0.5
+                    while not self._stopping.is_set():
+                        for notification in listener.notifies(timeout=1.0):
+                            self.wake(notification.payload)
+            except Exception as exc:  # the database went away: reconnect; waiters poll
+                logger.warning("run wake-ups: listener stopped (%s); reconnecting", exc)
+            finally:
+                self.listening.clear()
+                self._wake_all()  # each goes back to its own polling interval at once
+            self._stopping.wait(pause)
+            pause = min(pause * 2, RECONNECT_MAX_S)
+
+
+run_wakeups = RunWakeups()
