@@ -80,17 +80,15 @@ def test_a_long_poll_returns_when_the_runs_next_event_is_committed(queued_run, l
     assert elapsed < 10
 
 
-def test_another_runs_events_do_not_end_the_wait(queued_run, ad, listening):
-    # given an event of another run, committed while a client long-polls this one
+def test_a_runs_events_wake_only_the_threads_waiting_on_that_run(queued_run, ad, listening):
     other = Run.objects.create(conversation=Conversation.objects.create(ad=ad), input_text="x")
-    writer = later(0.1, lambda: RunEvent.objects.create(run=other, seq=1, type=RunEventType.TEXT))
+    with run_wakeups.waiter(queued_run.pk) as mine, run_wakeups.waiter(other.pk) as theirs:
+        # when the other run's event is committed
+        later(0, lambda: RunEvent.objects.create(run=other, seq=1, type=RunEventType.TEXT)).join()
 
-    # when the poll waits for 1 s
-    events = selectors.run_events(run=queued_run, after=0, wait=1)
-    writer.join()
-
-    # then it found nothing for its own run
-    assert events == []
+        # then the threads waiting on it are woken, and those waiting on this one are not
+        assert theirs.wait(10), "the other run's waiter was not woken"
+        assert not mine.is_set()
 
 
 def test_waiting_for_a_run_ends_when_its_finish_is_committed(queued_run, listening):
