@@ -37,7 +37,7 @@ from conversations.selectors import (
     conversations_for,
     message_parts,
     run_drafts,
-    run_events,
+    run_events_page,
     run_wait,
     runs_for,
 )
@@ -386,15 +386,12 @@ class RunEventsView(APIView):
             return _event_stream(
                 run, after=after, duration=wait or settings.ADSTUDIO_MAX_WAIT_SECONDS
             )
-        events = run_events(run=run, after=after, wait=wait)
-        run.refresh_from_db(fields=["status"])
-        if run.status in RunStatus.finished():
-            # The run may have finished between the two reads; its last events were
-            # committed with its status, so one more read makes a finished page complete.
-            events += run_events(run=run, after=events[-1].seq if events else after)
+        events, run_status = run_events_page(
+            run_id=run.pk, status=run.status, after=after, wait=wait
+        )
         return Response(
             {
-                "runStatus": run.status,
+                "runStatus": run_status,
                 "events": EventSerializer(events, many=True).data,
                 "lastSeq": events[-1].seq if events else after,
             }
@@ -406,21 +403,22 @@ def _event_stream(run: Run, *, after: int, duration: float) -> StreamingHttpResp
     sent, or ``duration`` seconds pass (the client reconnects with Last-Event-ID)."""
 
     def stream():
-        last = after
+        last, run_status = after, run.status
         deadline = time.monotonic() + duration
         yield "retry: 1000\n\n"
         while time.monotonic() < deadline:
-            events = run_events(run=run, after=last, wait=min(5.0, deadline - time.monotonic()))
+            events, run_status = run_events_page(
+                run_id=run.pk,
+                status=run_status,
+                after=last,
+                wait=min(5.0, deadline - time.monotonic()),
+            )
             for event in events:
                 last = event.seq
                 data = json.dumps(EventSerializer(event).data, default=str)
                 yield f"id: {event.seq}\nevent: {event.type}\ndata: {data}\n\n"
             if not events:
-                finished = Run.objects.filter(pk=run.pk, status__in=RunStatus.finished())
-                if (
-                    finished.exists()
-                    and not RunEvent.objects.filter(run=run, seq__gt=last).exists()
-                ):
+                if run_status in RunStatus.finished():
                     return
                 yield ": keep-alive\n\n"
 

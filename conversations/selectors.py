@@ -9,7 +9,7 @@ import uuid
 from datetime import datetime
 from typing import Any
 
-from django.db.models import Avg, Count, Q, QuerySet, Sum
+from django.db.models import Avg, Count, F, Q, QuerySet, Sum
 
 from adstudio.db import release_connection
 from conversations.models import Conversation, Message, ModelCall, Role, Run, RunEvent, RunStatus
@@ -18,7 +18,7 @@ from drafts.models import Draft
 
 
 def runs_for(user) -> QuerySet[Run]:
-    runs = Run.objects.select_related("conversation__ad")
+    runs = Run.objects.select_related("conversation")
     return runs if user.is_staff else runs.filter(conversation__ad__owner=user)
 
 
@@ -55,20 +55,33 @@ def run_wait(*, run: Run, timeout: float) -> Run:
     return run
 
 
-def run_events(*, run: Run, after: int = 0, wait: float = 0) -> list[RunEvent]:
-    """Events after ``after``; when there are none yet, wait up to ``wait`` seconds for
-    some (long polling) unless the run has already finished. The wait ends as soon as the
-    run's next events are committed (``run_wakeups``)."""
+EVENTS_PAGE = 500
+
+
+def run_events_page(
+    *, run_id: uuid.UUID, status: str, after: int = 0, wait: float = 0
+) -> tuple[list[RunEvent], str]:
+    """``(events, status)``: the run's events after ``after`` and its status, such that a
+    finished status comes with all of its events (up to ``EVENTS_PAGE``).
+
+    ``status`` is the run's status as read before this call. Events carry the status read
+    by the same statement, and a run's finish commits its ``run.finished`` event with the
+    status, so no further read is needed: with no new event, the run has not finished
+    since ``status`` was read. When there are none yet and the run is unfinished, waits
+    up to ``wait`` seconds for some (long polling); the wait ends as soon as the run's
+    next events are committed (``run_wakeups``)."""
     deadline = time.monotonic() + wait
-    with run_wakeups.waiter(run.pk) as woken:
+    with run_wakeups.waiter(run_id) as woken:
         while True:
-            events = list(RunEvent.objects.filter(run=run, seq__gt=after).order_by("seq")[:500])
-            if events or time.monotonic() >= deadline:
-                return events
-            if not Run.objects.filter(
-                pk=run.pk, status__in=[RunStatus.QUEUED, RunStatus.RUNNING]
-            ).exists():
-                return []
+            events = list(
+                RunEvent.objects.filter(run_id=run_id, seq__gt=after)
+                .annotate(run_status=F("run__status"))
+                .order_by("seq")[:EVENTS_PAGE]
+            )
+            if events:
+                return events, events[0].run_status
+            if status in RunStatus.finished() or time.monotonic() >= deadline:
+                return [], status
             release_connection()  # a long poll holds a web thread, not a database connection
             run_wakeups.wait(woken, deadline - time.monotonic())
 

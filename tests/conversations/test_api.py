@@ -325,31 +325,31 @@ def test_events_long_poll_returns_empty_after_the_run_finished(api, ad):
 
 
 def test_a_page_that_says_finished_has_the_run_finished_event(api, ad, monkeypatch):
-    # given a run (left queued: nothing commits here) that the worker finishes between the
-    # view's read of the run's events and its read of the run's status
+    # given a run (left queued: nothing commits here) that the worker finishes after the
+    # view has read the run, before it reads the run's events
     from conversations import api as views
     from conversations.models import RunStatus, StopCause
     from conversations.services import run_finish
 
     run_id = api.post("/api/ai/generate", {"adId": str(ad.pk)}).json()["runId"]
-    read_events = views.run_events
+    read_page = views.run_events_page
 
     def finished_meanwhile(**kwargs):
-        events = read_events(**kwargs)
         run_finish(
             run_id=uuid.UUID(run_id),
             status=RunStatus.SUCCEEDED,
             cause=StopCause.FINAL_ANSWER,
             final_message="Done.",
         )
-        return events
+        return read_page(**kwargs)
 
-    monkeypatch.setattr(views, "run_events", finished_meanwhile)
+    monkeypatch.setattr(views, "run_events_page", finished_meanwhile)
 
     # when the client polls
     page = api.get(f"/api/runs/{run_id}/events?after=0").json()
 
-    # then a client that stops at a finished page has seen the run's last event
+    # then the page says finished and has the run's last event: a client that stops at a
+    # finished page has seen everything
     assert page["runStatus"] == "succeeded"
     assert [e["type"] for e in page["events"]] == ["run.finished"]
     assert page["lastSeq"] == page["events"][-1]["seq"]

@@ -56,7 +56,9 @@ def test_a_long_poll_waits_without_holding_a_database_connection(queued_run, mon
     )
 
     # when a client long-polls its events
-    events = selectors.run_events(run=queued_run, after=0, wait=0.05)
+    events, _status = selectors.run_events_page(
+        run_id=queued_run.pk, status=queued_run.status, after=0, wait=0.05
+    )
 
     # then it got none, and each wait happened with the connection back in the pool
     assert events == []
@@ -71,7 +73,9 @@ def test_a_long_poll_returns_when_the_runs_next_event_is_committed(queued_run, l
 
     # when the poll returns
     started = time.monotonic()
-    events = selectors.run_events(run=queued_run, after=0, wait=30)
+    events, _status = selectors.run_events_page(
+        run_id=queued_run.pk, status=queued_run.status, after=0, wait=30
+    )
     elapsed = time.monotonic() - started
     writer.join()
 
@@ -123,7 +127,9 @@ def test_the_listener_reconnects_after_its_connection_is_killed(queued_run, list
         0.3, lambda: RunEvent.objects.create(run=queued_run, seq=1, type=RunEventType.TEXT)
     )
     started = time.monotonic()
-    events = selectors.run_events(run=queued_run, after=0, wait=30)
+    events, _status = selectors.run_events_page(
+        run_id=queued_run.pk, status=queued_run.status, after=0, wait=30
+    )
     writer.join()
 
     # then the poll was woken again
@@ -135,9 +141,42 @@ def test_a_waiting_long_poll_reads_the_database_only_when_woken(queued_run, list
     # given a client long-polling for 1 s a run that writes nothing meanwhile
     with CaptureQueriesContext(connection) as queries:
         # when the poll times out
-        events = selectors.run_events(run=queued_run, after=0, wait=1)
+        events, _status = selectors.run_events_page(
+            run_id=queued_run.pk, status=queued_run.status, after=0, wait=1
+        )
 
-    # then it read the events and the run's status once, and the events once more at the
-    # end: not every fraction of a second
+    # then it read the events once, and once more at the end: not every fraction of a
+    # second
     assert events == []
-    assert len(queries) == 3, [q["sql"] for q in queries]
+    assert len(queries) == 2, [q["sql"] for q in queries]
+
+
+def test_a_page_read_after_the_run_finished_says_so_with_its_last_event(queued_run):
+    # given the run's status read while it was queued, and the run finished since
+    status = queued_run.status
+    services.run_cancel(run=queued_run)
+
+    # when its events are read with that status
+    events, page_status = selectors.run_events_page(
+        run_id=queued_run.pk, status=status, after=0, wait=30
+    )
+
+    # then the page has the finish and its event, read together, without waiting
+    assert page_status == RunStatus.CANCELLED
+    assert [e.type for e in events] == [RunEventType.RUN_FINISHED]
+
+
+def test_a_finished_run_with_no_new_events_returns_at_once(queued_run):
+    # given a finished run whose events the client has all seen
+    run = services.run_cancel(run=queued_run)
+    last = RunEvent.objects.filter(run=run).latest("seq").seq
+
+    # when the client long-polls for more
+    started = time.monotonic()
+    events, page_status = selectors.run_events_page(
+        run_id=run.pk, status=run.status, after=last, wait=30
+    )
+
+    # then the page is empty and final, and nothing waited
+    assert (events, page_status) == ([], RunStatus.CANCELLED)
+    assert time.monotonic() - started < 5
