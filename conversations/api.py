@@ -298,7 +298,9 @@ class ChatView(_RunStartView):
     )
     def post(self, request: Request, ad_id) -> Response:
         _seconds(request, "wait", settings.ADSTUDIO_MAX_WAIT_SECONDS)
-        ad = get_object_or_404(ads_for(request.user), pk=ad_id)
+        # The ad's latest conversation with the ad: one query for the usual message.
+        latest = conversation_latest(ad_id=ad_id, conversations=conversations_for(request.user))
+        ad = latest.ad if latest else get_object_or_404(ads_for(request.user), pk=ad_id)
         data = ChatInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         text = data.validated_data["message"]
@@ -308,10 +310,9 @@ class ChatView(_RunStartView):
                 f"{settings.ADSTUDIO_MAX_MESSAGE_CHARS}."
             )
         conversation_id = data.validated_data.get("conversationId")
-        if conversation_id:
+        conversation = latest
+        if conversation_id and not (latest and latest.pk == conversation_id):
             conversation = get_object_or_404(Conversation.objects.filter(ad=ad), pk=conversation_id)
-        else:
-            conversation = conversation_latest(ad_id=ad.pk)
         key = _idempotency_key(request)
 
         def start() -> Run:

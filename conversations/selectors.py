@@ -117,8 +117,12 @@ def message_parts(message: Message) -> list[dict[str, Any]]:
     return parts
 
 
-def conversation_latest(*, ad_id: uuid.UUID) -> Conversation | None:
-    return Conversation.objects.filter(ad_id=ad_id).order_by("-created_at").first()
+def conversation_latest(
+    *, ad_id: uuid.UUID, conversations: QuerySet[Conversation] | None = None
+) -> Conversation | None:
+    """The ad's latest conversation, from ``conversations`` (all by default)."""
+    conversations = Conversation.objects.all() if conversations is None else conversations
+    return conversations.filter(ad_id=ad_id).order_by("-created_at").first()
 
 
 def agent_stats(*, since: datetime, until: datetime) -> dict[str, Any]:

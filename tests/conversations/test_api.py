@@ -244,7 +244,29 @@ def test_a_chat_message_is_stored_by_one_insert_before_its_task_is_sent(api, ad,
     assert sent == [str(run.pk)] and run.input_text == "More bass"
     writes = [(verb, atomic, before) for verb, atomic, before in statements if verb != "SELECT"]
     assert writes == [("INSERT", False, [])]
-    assert len(statements) <= 4  # the token, the ad, its conversation, the run
+    # the token, the ad's latest conversation read with the ad, the run
+    assert len(statements) == 3, statements
+
+
+def test_a_chat_message_goes_to_the_conversation_it_names(api, ad, make_ad, user):
+    # given an ad with an older and a newer conversation, and another ad of the same user
+    older = Conversation.objects.create(ad=ad)
+    newer = Conversation.objects.create(ad=ad)
+    elsewhere = Conversation.objects.create(ad=make_ad(owner=user))
+
+    def post(conversation_id=None):
+        body = {"message": "hi"} | (
+            {"conversationId": str(conversation_id)} if conversation_id else {}
+        )
+        return api.post(f"/api/ads/{ad.pk}/chat", body, format="json")
+
+    # then a message naming no conversation goes to the newest, one naming a conversation
+    # of the ad goes there, and one naming another ad's conversation is 404
+    assert post().json()["conversationId"] == str(newer.pk)
+    assert post(newer.pk).json()["conversationId"] == str(newer.pk)
+    assert post(older.pk).json()["conversationId"] == str(older.pk)
+    assert post(elsewhere.pk).status_code == 404
+    assert Run.objects.filter(conversation=elsewhere).count() == 0
 
 
 def test_other_users_objects_are_404(api, other_user, make_ad):
