@@ -5,14 +5,15 @@
         [--think S] [--flood]
 
 Starts the app under gunicorn (gthread) and a Celery worker (threads) answering with the
-offline demo director, on a benchmark database and Redis DB 14. Each client, as the web
-client does, posts a chat message to its own ad (the enqueue), follows the run's events
-(long polling) until the run has finished, reads the run back and posts the next
-message, at once or after ``--think`` seconds. With ``--flood`` a client posts again as
-soon as it has read the run back, finished or not: runs pile up behind one another,
-which measures the machine's capacity rather than a chat. Prints requests/s and
-p50/p95/p99 of the POST and the GET run (medians over ``--runs``), the time from a post
-to its run's end, and the errors. Results also go to benchmarks/results/.
+offline demo director, on a benchmark database, Redis DB 14 (the broker) and 12 (the
+throttle's cache), as README deploys them. Each client, as the web client does, posts a
+chat message to its own ad (the enqueue), follows the run's events (long polling) until
+the run has finished, reads the run back and posts the next message, at once or after
+``--think`` seconds. With ``--flood`` a client posts again as soon as it has read the run
+back, finished or not: runs pile up behind one another, which measures the machine's
+capacity rather than a chat. Prints requests/s and p50/p95/p99 of the POST and the GET
+run (medians over ``--runs``), the time from a post to its run's end, and the errors.
+Results also go to benchmarks/results/.
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ from benchmarks._bench_db import (
 from tests.support.worker import worker_command
 
 BROKER = "redis://127.0.0.1:6379/14"
+CACHE = "redis://127.0.0.1:6379/12"  # the throttle's counts, shared by the web processes
 
 
 def wait_http(url: str, timeout: float = 30) -> None:
@@ -164,7 +166,13 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=30)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--web-workers", type=int, default=2)
-    parser.add_argument("--web-threads", type=int, default=16)
+    parser.add_argument(
+        "--web-threads",
+        type=int,
+        help="threads per web process; by default one per client, as README sizes them: "
+        "every client may be following a run, and keep-alive connections need not spread "
+        "evenly over the processes",
+    )
     parser.add_argument(
         "--think", type=float, default=0.0, help="seconds a client pauses between messages"
     )
@@ -212,6 +220,7 @@ def main() -> None:
         **os.environ,
         "DATABASE_URL": url,
         "CELERY_BROKER_URL": BROKER,
+        "CACHE_URL": CACHE,
         "ADSTUDIO_RUN_RATE": "1000000/minute",
         "LOG_LEVEL": "WARNING",
         "ALLOWED_HOSTS": "127.0.0.1,localhost",
@@ -223,7 +232,7 @@ def main() -> None:
             web_command(
                 port,
                 workers=args.web_workers,
-                threads=args.web_threads,
+                threads=args.web_threads or args.clients,
                 # Longer than the clients' pauses: a connection closed by the server just
                 # as a client reuses it is a ReadError that measures nothing of ours.
                 extra=("--keep-alive", "75"),
