@@ -155,6 +155,24 @@ def reference_loop_ms() -> float:
     return min(timings)
 
 
+def process_cpu_seconds(*, session: int | None = None, name: str | None = None) -> float:
+    """User and system CPU seconds of the running processes of ``session`` (a process
+    started by ``start`` leads its own) or named ``name`` (PostgreSQL's are
+    ``postgres``). Processes that exit take their time with them: compare over a
+    window in which they all live."""
+    ticks = 0
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            text = stat.read_text()
+        except OSError:
+            continue  # ended meanwhile
+        comm = text[text.index("(") + 1 : text.rindex(")")]
+        fields = text[text.rindex(")") + 2 :].split()
+        if (session is not None and int(fields[3]) == session) or comm == name:
+            ticks += int(fields[11]) + int(fields[12])
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
 def _cpu_ticks() -> list[int] | None:
     try:
         fields = Path("/proc/stat").read_text().splitlines()[0].split()[1:]

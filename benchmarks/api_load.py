@@ -28,6 +28,7 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import httpx
@@ -40,6 +41,7 @@ from benchmarks._bench_db import (
     free_port,
     machine,
     percentile,
+    process_cpu_seconds,
     setup_django,
     start,
     web_command,
@@ -63,11 +65,17 @@ def wait_http(url: str, timeout: float = 30) -> None:
 
 
 def one_run(
-    base: str, tokens: list[tuple[str, str]], seconds: float, think: float, flood: bool
+    base: str,
+    tokens: list[tuple[str, str]],
+    seconds: float,
+    think: float,
+    flood: bool,
+    cpu_of: dict[str, Callable[[], float]],
 ) -> dict:
     """All clients in one event loop: the load generator itself stays light. With
     ``think`` > 0 each client pauses that long after reading its run back, as a person
-    reading the reply does."""
+    reading the reply does. ``cpu_of`` gives each part's CPU seconds so far: what a chat
+    message costs each of them is the capacity's measure, which queueing does not blur."""
     posts: list[float] = []
     gets: list[float] = []
     replies: list[float] = []  # from the post to the run's end, as the client saw it
@@ -147,7 +155,13 @@ def one_run(
             )
             return time.monotonic() - started
 
+    cpu_before = {part: seconds_of() for part, seconds_of in cpu_of.items()}
     elapsed = asyncio.run(all_clients())
+    messages = max(len(posts), 1)
+    cpu_ms = {
+        part: (seconds_of() - cpu_before[part]) * 1000 / messages
+        for part, seconds_of in cpu_of.items()
+    }
     quantiles = (("p50", 0.5), ("p95", 0.95), ("p99", 0.99))
     return {
         "requests_per_s": (len(posts) + len(gets) + event_polls) / elapsed,
@@ -156,6 +170,10 @@ def one_run(
         "get_ms": {q: percentile(gets, f) for q, f in quantiles},
         "reply_ms": {q: percentile(replies, f) for q, f in quantiles} if replies else None,
         "posts": len(posts),
+        "cpu_ms_per_message": cpu_ms,
+        "web_cpu_ms_per_request": cpu_ms["web"]
+        * messages
+        / max(len(posts) + len(gets) + event_polls, 1),
         "errors": errors,
     }
 
@@ -248,9 +266,22 @@ def main() -> None:
         )
         try:
             wait_http(f"http://127.0.0.1:{port}/api/schema/")
+            cpu_of = {
+                "web": lambda: process_cpu_seconds(session=web.pid),
+                "worker": lambda: process_cpu_seconds(session=worker.pid),
+                "postgres": lambda: process_cpu_seconds(name="postgres"),
+                "load generator": time.process_time,
+            }
             with CpuSteal() as steal:
                 results = [
-                    one_run(f"http://127.0.0.1:{port}", pairs, args.seconds, args.think, args.flood)
+                    one_run(
+                        f"http://127.0.0.1:{port}",
+                        pairs,
+                        args.seconds,
+                        args.think,
+                        args.flood,
+                        cpu_of,
+                    )
                     for _ in range(args.runs)
                 ]
         finally:
@@ -265,6 +296,13 @@ def main() -> None:
         "runs": results,
         "median": {
             "requests_per_s": statistics.median(r["requests_per_s"] for r in results),
+            "web_cpu_ms_per_request": statistics.median(
+                r["web_cpu_ms_per_request"] for r in results
+            ),
+            "cpu_ms_per_message": {
+                part: statistics.median(r["cpu_ms_per_message"][part] for r in results)
+                for part in results[0]["cpu_ms_per_message"]
+            },
             **{
                 f"{kind}_{q}": statistics.median(r[f"{kind}_ms"][q] for r in results)
                 for kind in ("post", "get")
@@ -305,6 +343,8 @@ def main() -> None:
             f"  post to run's end p50 {m['reply_p50']:.1f}  p95 {m['reply_p95']:.1f}  "
             f"p99 {m['reply_p99']:.1f} ms   (events long polling)"
         )
+    cpu = ", ".join(f"{part} {ms:.1f}" for part, ms in m["cpu_ms_per_message"].items())
+    print(f"  CPU per chat message (ms): {cpu}; web per request {m['web_cpu_ms_per_request']:.1f}")
     print(steal.report())
     print(f"  errors {summary['errors']}: {[r['errors'] for r in results]}")
     print(f"results: {write_results('api_load', summary)}")
