@@ -8,6 +8,8 @@ from django.test.utils import CaptureQueriesContext
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
+from adstudio.authentication import TokenAuthentication
+
 pytestmark = pytest.mark.django_db
 
 
@@ -51,8 +53,6 @@ def test_an_inactive_users_token_is_401(user):
 
 
 def test_the_request_carries_the_users_token(user, rf):
-    from adstudio.authentication import TokenAuthentication
-
     token = Token.objects.create(user=user)
     request = rf.get("/api/ads/", HTTP_AUTHORIZATION=f"Token {token.key}")
 
