@@ -157,23 +157,20 @@ def one_run(
 
     cpu_before = {part: seconds_of() for part, seconds_of in cpu_of.items()}
     elapsed = asyncio.run(all_clients())
-    messages = max(len(posts), 1)
-    cpu_ms = {
-        part: (seconds_of() - cpu_before[part]) * 1000 / messages
-        for part, seconds_of in cpu_of.items()
-    }
+    cpu_s = {part: seconds_of() - cpu_before[part] for part, seconds_of in cpu_of.items()}
+    requests = len(posts) + len(gets) + event_polls
     quantiles = (("p50", 0.5), ("p95", 0.95), ("p99", 0.99))
     return {
-        "requests_per_s": (len(posts) + len(gets) + event_polls) / elapsed,
+        "requests_per_s": requests / elapsed,
         "event_polls": event_polls,
         "post_ms": {q: percentile(posts, f) for q, f in quantiles},
         "get_ms": {q: percentile(gets, f) for q, f in quantiles},
         "reply_ms": {q: percentile(replies, f) for q, f in quantiles} if replies else None,
         "posts": len(posts),
-        "cpu_ms_per_message": cpu_ms,
-        "web_cpu_ms_per_request": cpu_ms["web"]
-        * messages
-        / max(len(posts) + len(gets) + event_polls, 1),
+        "cpu_ms_per_message": {
+            part: seconds * 1000 / max(len(posts), 1) for part, seconds in cpu_s.items()
+        },
+        "web_cpu_ms_per_request": cpu_s["web"] * 1000 / max(requests, 1),
         "errors": errors,
     }
 
