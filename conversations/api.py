@@ -7,8 +7,10 @@ Celery worker, and a client that wants the result in the response asks with ``?w
 
 from __future__ import annotations
 
+import hashlib
 import json
 import time
+from collections.abc import Callable
 from datetime import timedelta
 
 from django.conf import settings
@@ -20,7 +22,7 @@ from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_field
 from rest_framework import generics, serializers, status
-from rest_framework.exceptions import NotFound, ValidationError
+from rest_framework.exceptions import APIException, NotFound, ValidationError
 from rest_framework.permissions import IsAdminUser
 from rest_framework.renderers import BaseRenderer, JSONRenderer
 from rest_framework.request import Request
@@ -41,7 +43,13 @@ from conversations.selectors import (
     run_wait,
     runs_for,
 )
-from conversations.services import run_cancel, run_once_per_key, send_message, start_generation
+from conversations.services import (
+    IdempotencyKeyReused,
+    run_cancel,
+    run_once_per_key,
+    send_message,
+    start_generation,
+)
 from drafts.api import BriefSerializer, ads_for
 from drafts.services import ad_create, ad_update
 
@@ -67,13 +75,42 @@ def _seconds(request: Request, name: str, maximum: float) -> float:
     return value
 
 
-def _idempotency_key(request: Request) -> str:
+class IdempotencyKeyConflict(APIException):
+    status_code = status.HTTP_422_UNPROCESSABLE_ENTITY
+    default_detail = "Idempotency-Key was already used for a different request."
+    default_code = "idempotency_key_reused"
+
+
+def _idempotency(request: Request) -> tuple[str, str]:
+    """The request's Idempotency-Key and its fingerprint: a digest of the method, the
+    path and the body, so that the key sent again with another request is refused. The
+    query (``?wait=``) is left out: a retry may wait longer."""
     key = request.headers.get("Idempotency-Key", "").strip()
     if len(key) > 128:
         raise ValidationError({"Idempotency-Key": "At most 128 characters."})
     if not key.isprintable():  # a NUL would reach PostgreSQL, which refuses it in text
         raise ValidationError({"Idempotency-Key": "Printable characters only."})
-    return key
+    if not key:
+        return "", ""
+    request_text = json.dumps(
+        [request.method, request.path, request.data], sort_keys=True, default=str
+    )
+    return key, hashlib.sha256(request_text.encode()).hexdigest()
+
+
+def _run_once_per_key(request: Request, start: Callable[[str, str], Run]) -> Run:
+    """``start(key, fingerprint)`` unless the request's key already started a run."""
+    key, fingerprint = _idempotency(request)
+    try:
+        run, _created = run_once_per_key(
+            requested_by=request.user,
+            idempotency_key=key,
+            fingerprint=fingerprint,
+            start=lambda: start(key, fingerprint),
+        )
+    except IdempotencyKeyReused as exc:
+        raise IdempotencyKeyConflict(str(exc)) from None
+    return run
 
 
 # --- Serializers -------------------------------------------------------------------------
@@ -270,20 +307,19 @@ class GenerateView(_RunStartView):
         brief = values.get("brief") or {}
 
         @transaction.atomic  # the brief is saved with its run, or neither is
-        def start() -> Run:
+        def start(key: str, fingerprint: str) -> Run:
             target = ad_update(ad=ad, **brief) if ad else ad_create(owner=request.user, **brief)
             return start_generation(
                 ad=target,
                 provider=values.get("provider"),
                 conversation=conversation,
                 requested_by=request.user,
-                idempotency_key=_idempotency_key(request),
+                idempotency_key=key,
+                idempotency_fingerprint=fingerprint,
             )
 
         try:
-            run, _created = run_once_per_key(
-                requested_by=request.user, idempotency_key=_idempotency_key(request), start=start
-            )
+            run = _run_once_per_key(request, start)
         except providers.ProviderUnavailable as exc:
             raise ValidationError({"provider": str(exc)}) from None
         return self.reply(request, run)
@@ -313,24 +349,25 @@ class ChatView(_RunStartView):
         conversation = latest
         if conversation_id and not (latest and latest.pk == conversation_id):
             conversation = get_object_or_404(Conversation.objects.filter(ad=ad), pk=conversation_id)
-        key = _idempotency_key(request)
 
-        def start() -> Run:
+        def start(key: str, fingerprint: str) -> Run:
             if conversation is None:
                 return start_generation(
-                    ad=ad, request_text=text, requested_by=request.user, idempotency_key=key
+                    ad=ad,
+                    request_text=text,
+                    requested_by=request.user,
+                    idempotency_key=key,
+                    idempotency_fingerprint=fingerprint,
                 )
             return send_message(
                 conversation=conversation,
                 text=text,
                 requested_by=request.user,
                 idempotency_key=key,
+                idempotency_fingerprint=fingerprint,
             )
 
-        run, _created = run_once_per_key(
-            requested_by=request.user, idempotency_key=key, start=start
-        )
-        return self.reply(request, run)
+        return self.reply(request, _run_once_per_key(request, start))
 
 
 class RunDetailView(APIView):

@@ -105,6 +105,11 @@ class Run(models.Model):
         help_text="Who sent the message this run answers.",
     )
     idempotency_key = models.CharField(max_length=128, blank=True)
+    idempotency_fingerprint = models.CharField(
+        max_length=64,
+        blank=True,
+        help_text="SHA-256 of the request the idempotency key was first sent with.",
+    )
     cancel_requested = models.BooleanField(default=False)
     heartbeat_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
@@ -122,6 +127,12 @@ class Run(models.Model):
                 condition=Q(status__in=RunStatus.finished(), finished_at__isnull=False)
                 | (~Q(status__in=RunStatus.finished()) & Q(finished_at__isnull=True)),
                 name="run_finished_at_matches_status",
+            ),
+            # A retried request finds the run its key started; two racing ones make one.
+            models.UniqueConstraint(
+                fields=["requested_by", "idempotency_key"],
+                condition=~Q(idempotency_key=""),
+                name="run_unique_idempotency_key",
             ),
         ]
         indexes = [

@@ -50,6 +50,7 @@ def start_generation(
     conversation: Conversation | None = None,
     requested_by=None,
     idempotency_key: str = "",
+    idempotency_fingerprint: str = "",
 ) -> Run:
     """Queue the first turn of a conversation about ``ad``: the brief as its user message.
 
@@ -68,6 +69,7 @@ def start_generation(
             text=brief_message(ad, request_text),
             requested_by=requested_by,
             idempotency_key=idempotency_key,
+            idempotency_fingerprint=idempotency_fingerprint,
         )
 
 
@@ -77,6 +79,7 @@ def send_message(
     text: str,
     requested_by=None,
     idempotency_key: str = "",
+    idempotency_fingerprint: str = "",
 ) -> Run:
     """Queue a user turn ("make the music more upbeat") in an existing conversation.
 
@@ -87,46 +90,66 @@ def send_message(
         text=text,
         requested_by=requested_by,
         idempotency_key=idempotency_key,
+        idempotency_fingerprint=idempotency_fingerprint,
     )
 
 
 def _run_create(
-    *, conversation: Conversation, text: str, requested_by, idempotency_key: str
+    *,
+    conversation: Conversation,
+    text: str,
+    requested_by,
+    idempotency_key: str,
+    idempotency_fingerprint: str,
 ) -> Run:
     run = Run.objects.create(
         conversation=conversation,
         input_text=text,
         requested_by=requested_by,
         idempotency_key=idempotency_key,
+        idempotency_fingerprint=idempotency_fingerprint,
     )
     run_enqueue(run_id=run.pk)
     return run
 
 
+class IdempotencyKeyReused(Exception):
+    """The key already started a run for a different request."""
+
+
 def run_once_per_key(
-    *, requested_by, idempotency_key: str, start: Callable[[], Run]
+    *,
+    requested_by,
+    idempotency_key: str,
+    start: Callable[[], Run],
+    fingerprint: str = "",
 ) -> tuple[Run, bool]:
     """``start()`` a run unless this user already started one with this key; returns
     ``(run, created)``. Two racing requests with one key end with one run: the loser's
-    whole transaction (ad, conversation, run) rolls back on the unique constraint.
+    whole transaction (ad, conversation, run) rolls back on the unique constraint
+    ``run_unique_idempotency_key``. ``start`` stores ``fingerprint``, the request's
+    digest, with the run: the key sent again with another request raises
+    ``IdempotencyKeyReused`` rather than answer it with a run it did not ask for.
 
     ``start`` makes its own writes atomic; without a key it is simply called, so that a
     chat message costs one INSERT, not a transaction around it."""
     if not idempotency_key:
         return start(), True
-    existing = Run.objects.filter(
-        requested_by=requested_by, idempotency_key=idempotency_key
-    ).first()
-    if existing is not None:
-        return existing, False
-    try:
-        with transaction.atomic():
-            return start(), True
-    except IntegrityError as exc:
-        if "run_unique_idempotency_key" in str(exc):
-            run = Run.objects.get(requested_by=requested_by, idempotency_key=idempotency_key)
-            return run, False
-        raise
+    keyed = Run.objects.filter(requested_by=requested_by, idempotency_key=idempotency_key)
+    run = keyed.first()
+    if run is None:
+        try:
+            with transaction.atomic():
+                return start(), True
+        except IntegrityError as exc:
+            if "run_unique_idempotency_key" not in str(exc):
+                raise
+            run = keyed.get()
+    if run.idempotency_fingerprint and run.idempotency_fingerprint != fingerprint:
+        raise IdempotencyKeyReused(
+            f"Idempotency-Key {idempotency_key!r} was already used for a different request."
+        )
+    return run, False
 
 
 def run_enqueue(*, run_id: uuid.UUID) -> None:

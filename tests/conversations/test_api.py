@@ -169,6 +169,40 @@ def test_idempotency_key_replays_the_same_run(api, ad):
     assert Ad.objects.count() == 2  # the fixture's ad and one created from the brief
 
 
+def test_a_retry_may_wait_longer(api, ad):
+    first = api.post(f"/api/ads/{ad.pk}/chat", {"message": "hi"}, HTTP_IDEMPOTENCY_KEY="k")
+    again = api.post(f"/api/ads/{ad.pk}/chat?wait=0.1", {"message": "hi"}, HTTP_IDEMPOTENCY_KEY="k")
+    assert again.json()["runId"] == first.json()["runId"]
+    assert Run.objects.count() == 1
+
+
+def test_an_idempotency_key_sent_with_another_request_is_a_422(api, ad, make_ad):
+    other_ad = make_ad(title="another")
+    first = api.post(f"/api/ads/{ad.pk}/chat", {"message": "hi"}, HTTP_IDEMPOTENCY_KEY="k")
+    assert first.status_code == 202
+    reused = [
+        api.post(f"/api/ads/{ad.pk}/chat", {"message": "bye"}, HTTP_IDEMPOTENCY_KEY="k"),
+        api.post(f"/api/ads/{other_ad.pk}/chat", {"message": "hi"}, HTTP_IDEMPOTENCY_KEY="k"),
+        api.post("/api/ai/generate", {"adId": str(ad.pk)}, HTTP_IDEMPOTENCY_KEY="k"),
+    ]
+    for response in reused:
+        assert response.status_code == 422, response.json()
+        assert response.json()["error"]["code"] == "idempotency_key_reused"
+        assert "'k'" in response.json()["error"]["message"]
+    assert list(Run.objects.values_list("pk", flat=True)) == [uuid.UUID(first.json()["runId"])]
+
+
+def test_idempotency_keys_are_each_users_own(api, ad, other_user, make_ad):
+    mine = api.post(f"/api/ads/{ad.pk}/chat", {"message": "hi"}, HTTP_IDEMPOTENCY_KEY="k")
+    their_ad = make_ad(owner=other_user)
+    theirs = api_for(other_user).post(
+        f"/api/ads/{their_ad.pk}/chat", {"message": "hi"}, HTTP_IDEMPOTENCY_KEY="k"
+    )
+    assert theirs.status_code == 202, theirs.json()
+    assert theirs.json()["runId"] != mine.json()["runId"]
+    assert Run.objects.filter(idempotency_key="k").count() == 2
+
+
 @pytest.mark.parametrize(
     ("body", "field"),
     [

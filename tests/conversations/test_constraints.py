@@ -87,6 +87,19 @@ def test_finished_run_has_finish_time_and_unfinished_has_none(conversation):
     )
 
 
+def test_an_idempotency_key_starts_one_run_per_user(conversation, user, other_user):
+    Run.objects.create(conversation=conversation, requested_by=user, idempotency_key="k1")
+    _refused(
+        "run_unique_idempotency_key",
+        lambda: Run.objects.create(
+            conversation=conversation, requested_by=user, idempotency_key="k1"
+        ),
+    )
+    Run.objects.create(conversation=conversation, requested_by=other_user, idempotency_key="k1")
+    for _ in range(2):  # without a key, any number
+        Run.objects.create(conversation=conversation, requested_by=user, idempotency_key="")
+
+
 def test_model_call_round_starts_at_one(run):
     _refused(
         "model_call_round_positive",

@@ -1,0 +1,78 @@
+"""An Idempotency-Key starts one run, however many requests carry it at once."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+from django.db import connection
+
+from conversations.models import Conversation, Run
+from conversations.services import IdempotencyKeyReused, run_once_per_key
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_racing_requests_with_one_key_make_one_run(user, ad):
+    conversation = Conversation.objects.create(ad=ad)
+    both_looked = threading.Barrier(2, timeout=10)
+    results: list[tuple[Run, bool]] = []
+    errors: list[Exception] = []
+
+    def start() -> Run:
+        both_looked.wait()  # each request has looked for the key's run and found none
+        return Run.objects.create(
+            conversation=conversation,
+            requested_by=user,
+            idempotency_key="k",
+            idempotency_fingerprint="same request",
+        )
+
+    def request() -> None:
+        try:
+            results.append(
+                run_once_per_key(
+                    requested_by=user,
+                    idempotency_key="k",
+                    fingerprint="same request",
+                    start=start,
+                )
+            )
+        except Exception as exc:  # reported by the assertion below
+            errors.append(exc)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=request) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=30)
+
+    assert not errors
+    assert len({run.pk for run, _ in results}) == 1
+    assert sorted(created for _, created in results) == [False, True]
+    assert Run.objects.count() == 1
+
+
+@pytest.mark.django_db
+def test_a_key_sent_with_another_request_is_refused(user, ad):
+    conversation = Conversation.objects.create(ad=ad)
+
+    def start() -> Run:
+        return Run.objects.create(
+            conversation=conversation,
+            requested_by=user,
+            idempotency_key="k",
+            idempotency_fingerprint="first",
+        )
+
+    run, created = run_once_per_key(
+        requested_by=user, idempotency_key="k", fingerprint="first", start=start
+    )
+    assert created
+    assert run_once_per_key(
+        requested_by=user, idempotency_key="k", fingerprint="first", start=start
+    ) == (run, False)
+    with pytest.raises(IdempotencyKeyReused, match="'k'"):
+        run_once_per_key(requested_by=user, idempotency_key="k", fingerprint="second", start=start)
+    assert Run.objects.count() == 1
