@@ -388,7 +388,8 @@ class RunCancelView(APIView):
 
 
 class EventStreamRenderer(BaseRenderer):
-    """Lets content negotiation accept ``text/event-stream``; the view streams the body."""
+    """Lets content negotiation accept ``text/event-stream`` (or ``?format=sse``); the
+    view streams the body itself, and errors are JSON."""
 
     media_type = "text/event-stream"
     format = "sse"
@@ -404,6 +405,13 @@ class RunEventsView(APIView):
         parameters=[
             OpenApiParameter("after", int, description="Return events after this seq."),
             OpenApiParameter("wait", int, description="Long-poll up to this many seconds."),
+            OpenApiParameter(
+                "Last-Event-ID",
+                int,
+                location=OpenApiParameter.HEADER,
+                description="SSE only: resume after this event (it takes precedence over "
+                "`after`), as a reconnecting EventSource sends it.",
+            ),
         ],
         responses={
             (200, "application/json"): EventsPageSerializer,
@@ -413,14 +421,14 @@ class RunEventsView(APIView):
     )
     def get(self, request: Request, pk):
         run = get_object_or_404(runs_for(request.user), pk=pk)
-        try:
-            after = int(request.query_params.get("after", "0"))
-        except ValueError:
-            raise ValidationError({"after": "Must be an integer."}) from None
-        if after < 0:
-            raise ValidationError({"after": "Must be 0 or more."})
+        after = _sequence(request.query_params.get("after", "0"), "after")
         wait = _seconds(request, "wait", settings.ADSTUDIO_MAX_WAIT_SECONDS)
-        if "text/event-stream" in request.headers.get("Accept", ""):
+        if isinstance(request.accepted_renderer, EventStreamRenderer):
+            # A browser's EventSource reconnects to the same URL, saying in this header
+            # the last event it has: it resumes there, not at the URL's ``after``.
+            last_event_id = request.headers.get("Last-Event-ID")
+            if last_event_id is not None:
+                after = _sequence(last_event_id, "Last-Event-ID")
             return _event_stream(
                 run, after=after, duration=wait or settings.ADSTUDIO_MAX_WAIT_SECONDS
             )
@@ -434,6 +442,23 @@ class RunEventsView(APIView):
                 "lastSeq": events[-1].seq if events else after,
             }
         )
+
+    def handle_exception(self, exc):
+        """An error is a JSON body in the API's one shape, even to a client that asked
+        for an event stream."""
+        self.request.accepted_renderer = JSONRenderer()
+        self.request.accepted_media_type = JSONRenderer.media_type
+        return super().handle_exception(exc)
+
+
+def _sequence(raw: str, name: str) -> int:
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ValidationError({name: "Must be an integer."}) from None
+    if value < 0:
+        raise ValidationError({name: "Must be 0 or more."})
+    return value
 
 
 def _event_stream(run: Run, *, after: int, duration: float) -> StreamingHttpResponse:

@@ -480,3 +480,61 @@ def test_cors_allows_only_configured_origins(api, settings):
     refused = api.get("/api/ads/", HTTP_ORIGIN="https://evil.example.net")
     assert allowed["Access-Control-Allow-Origin"] == "https://studio.example.com"
     assert "Access-Control-Allow-Origin" not in refused
+
+
+@runs_execute
+def test_server_sent_events_resume_after_last_event_id(api, ad):
+    run_id = api.post("/api/ai/generate", {"adId": str(ad.pk)}).json()["runId"]
+
+    resumed = api.get(
+        f"/api/runs/{run_id}/events?after=0",
+        HTTP_ACCEPT="text/event-stream",
+        HTTP_LAST_EVENT_ID="3",
+    )
+    by_format = api.get(f"/api/runs/{run_id}/events?after=0&format=sse")
+
+    ids = [
+        int(line.removeprefix("id: "))
+        for line in b"".join(resumed.streaming_content).decode().splitlines()
+        if line.startswith("id: ")
+    ]
+    assert ids[0] == 4 and ids == list(range(4, ids[-1] + 1))
+    assert by_format["Content-Type"] == "text/event-stream"
+    assert "id: 1\n" in b"".join(by_format.streaming_content).decode()
+
+
+BAD_EVENT_PARAMETERS = [("after=abc", {}, "after"), ("after=-1", {}, "after")]
+BAD_EVENT_PARAMETERS += [("wait=abc", {}, "wait"), ("wait=61", {}, "wait")]
+
+
+@pytest.mark.parametrize(
+    ("accept", "query", "headers", "field"),
+    [
+        *(("application/json", *case) for case in BAD_EVENT_PARAMETERS),
+        *(("text/event-stream", *case) for case in BAD_EVENT_PARAMETERS),
+        ("text/event-stream", "after=0", {"HTTP_LAST_EVENT_ID": "x"}, "Last-Event-ID"),
+    ],
+)
+def test_event_parameters_are_validated_in_json(api, ad, accept, query, headers, field):
+    run = Run.objects.create(conversation=Conversation.objects.create(ad=ad), input_text="hi")
+
+    response = api.get(f"/api/runs/{run.pk}/events?{query}", HTTP_ACCEPT=accept, **headers)
+
+    assert response.status_code == 400
+    assert response["Content-Type"] == "application/json"
+    assert field in response.json()["error"]["fields"]
+
+
+@pytest.mark.parametrize("accept", ["application/json", "text/event-stream"])
+def test_event_errors_are_json_to_a_stream_client(ad, other_user, accept):
+    run = Run.objects.create(conversation=Conversation.objects.create(ad=ad), input_text="hi")
+    url = f"/api/runs/{run.pk}/events"
+
+    anonymous = APIClient().get(url, HTTP_ACCEPT=accept)
+    not_theirs = api_for(other_user).get(url, HTTP_ACCEPT=accept)
+
+    assert anonymous.status_code == 401
+    assert anonymous["Content-Type"] == "application/json"
+    assert anonymous.json()["error"]["code"] == "not_authenticated"
+    assert not_theirs.status_code == 404
+    assert not_theirs.json()["error"]["code"] == "not_found"
