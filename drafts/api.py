@@ -134,6 +134,7 @@ class KindStateSerializer(serializers.Serializer):
     latestSummary = serializers.CharField(allow_null=True)
     active = serializers.CharField(allow_null=True)
     activeSummary = serializers.CharField(allow_null=True)
+    archived = serializers.ListField(child=serializers.CharField())
 
 
 class AdStateSerializer(serializers.Serializer):
@@ -144,7 +145,11 @@ class AdStateSerializer(serializers.Serializer):
 
 class ActivationSerializer(serializers.Serializer):
     draft = DraftOutputSerializer()
-    archivedVersion = serializers.CharField(allow_null=True)
+    archivedVersions = serializers.ListField(
+        child=serializers.CharField(),
+        help_text="Versions this activation archived: the one active before and older "
+        "drafts never activated.",
+    )
     changed = serializers.BooleanField()
     message = serializers.CharField()
 
@@ -218,13 +223,14 @@ class DraftViewSet(mixins.RetrieveModelMixin, viewsets.GenericViewSet):
     @extend_schema(request=None, responses=ActivationSerializer)
     @action(detail=True, methods=["post"])
     def activate(self, request: Request, pk=None) -> Response:
-        """Make this version live; the version active before is archived."""
+        """Make this version live; the version active before and older drafts never
+        activated are archived."""
         draft = self.get_object()
         result = draft_activate(ad=draft.ad, draft_id=draft.pk)
         return Response(
             {
                 "draft": DraftOutputSerializer(result.draft).data,
-                "archivedVersion": result.archived.label if result.archived else None,
+                "archivedVersions": [old.label for old in result.archived],
                 "changed": result.changed,
                 "message": result.message,
             }

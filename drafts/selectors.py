@@ -10,9 +10,16 @@ def draft_latest(*, ad: Ad, kind: DraftKind | str) -> Draft | None:
 
 
 def draft_state(*, ad: Ad) -> dict[str, dict]:
-    """Per kind: the latest and the active version with their one-line summaries."""
+    """Per kind: the latest and the active version with their one-line summaries, and
+    the archived versions (oldest first)."""
     state: dict[str, dict] = {
-        kind: {"latest": None, "latestSummary": None, "active": None, "activeSummary": None}
+        kind: {
+            "latest": None,
+            "latestSummary": None,
+            "active": None,
+            "activeSummary": None,
+            "archived": [],
+        }
         for kind in DraftKind.values
     }
     latest_seen: set[str] = set()
@@ -28,4 +35,6 @@ def draft_state(*, ad: Ad) -> dict[str, dict]:
             entry["latest"], entry["latestSummary"] = draft.label, draft.summary
         if draft.status == DraftStatus.ACTIVE:
             entry["active"], entry["activeSummary"] = draft.label, draft.summary
+        elif draft.status == DraftStatus.ARCHIVED:
+            entry["archived"].insert(0, draft.label)  # rows come newest first
     return state

@@ -6,6 +6,7 @@ import uuid
 from dataclasses import dataclass
 
 from django.db import connection, transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from adstudio.db import Batch, insert_rows
@@ -20,16 +21,17 @@ class DraftNotInAd(Exception):
 @dataclass(frozen=True)
 class ActivationResult:
     draft: Draft
-    archived: Draft | None  # the version that was active before, if any
+    archived: tuple[Draft, ...]  # in version order
     changed: bool  # False when the draft was already active
 
     @property
     def message(self) -> str:
         if not self.changed:
             return f"{self.draft.kind} {self.draft.label} was already active."
-        if self.archived is None:
+        if not self.archived:
             return f"Activated {self.draft.kind} {self.draft.label}."
-        return f"Activated {self.draft.kind} {self.draft.label} (archived {self.archived.label})."
+        labels = ", ".join(draft.label for draft in self.archived)
+        return f"Activated {self.draft.kind} {self.draft.label} (archived {labels})."
 
 
 BRIEF_FIELDS = ("title", "client", "audience", "duration_s", "market", "language", "context")
@@ -135,9 +137,10 @@ def _versions(
 def draft_activate(*, ad: Ad, draft_id: uuid.UUID) -> ActivationResult:
     """Make ``draft_id`` the live version of its kind for ``ad``.
 
-    In one transaction under the ad's lock: archive the version active now, activate the
-    chosen one. Activating the active version is a no-op. A draft of another ad raises
-    ``DraftNotInAd`` and changes nothing.
+    In one transaction under the ad's lock: archive the version active now and every
+    older version never activated (superseded before it went live), activate the chosen
+    one. Newer drafts stay drafts, still to be reviewed. Activating the active version is
+    a no-op. A draft of another ad raises ``DraftNotInAd`` and changes nothing.
     """
     with transaction.atomic():
         ad_lock(ad_id=ad.pk)
@@ -145,14 +148,21 @@ def draft_activate(*, ad: Ad, draft_id: uuid.UUID) -> ActivationResult:
         if draft is None:
             raise DraftNotInAd(f"Draft {draft_id} does not belong to ad {ad.pk}.")
         if draft.status == DraftStatus.ACTIVE:
-            return ActivationResult(draft=draft, archived=None, changed=False)
-        previous = Draft.objects.filter(
-            ad_id=ad.pk, kind=draft.kind, status=DraftStatus.ACTIVE
-        ).first()
-        if previous is not None:
-            previous.status = DraftStatus.ARCHIVED
-            previous.save(update_fields=["status"])
+            return ActivationResult(draft=draft, archived=(), changed=False)
+        archived = tuple(
+            Draft.objects.filter(ad_id=ad.pk, kind=draft.kind)
+            .filter(
+                Q(status=DraftStatus.ACTIVE)
+                | Q(status=DraftStatus.DRAFT, version__lt=draft.version)
+            )
+            .order_by("version")
+        )
+        Draft.objects.filter(pk__in=[old.pk for old in archived]).update(
+            status=DraftStatus.ARCHIVED
+        )
+        for old in archived:
+            old.status = DraftStatus.ARCHIVED
         draft.status = DraftStatus.ACTIVE
         draft.activated_at = timezone.now()
         draft.save(update_fields=["status", "activated_at"])
-        return ActivationResult(draft=draft, archived=previous, changed=True)
+        return ActivationResult(draft=draft, archived=archived, changed=True)

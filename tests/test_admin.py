@@ -154,7 +154,7 @@ def test_activate_action_refuses_two_versions_of_one_kind(client, staff_user, ad
     )
 
     page = response.content.decode()
-    assert "Activated music v2." in page
+    assert "Activated music v2 (archived v1)." in page
     assert "Skipped" in page
     assert list(Draft.objects.filter(status="active").values_list("pk", flat=True)) == [v2.pk]
 

@@ -78,11 +78,12 @@ def test_the_web_client_story(api, user):
     assert chat.json()["drafts"] == {"music": "v2"}
     assert chat.json()["conversationId"] == conversation_id
 
-    # activate music v2 -> state shows it active
+    # activate music v2 -> state shows it active and v1 archived
     music_v2 = chat.json()["draftsCreated"][0]["id"]
-    assert api.post(f"/api/drafts/{music_v2}/activate").status_code == 200
+    activated = api.post(f"/api/drafts/{music_v2}/activate")
+    assert activated.status_code == 200 and activated.json()["archivedVersions"] == ["v1"]
     state = api.get(f"/api/ads/{ad['id']}/state").json()
-    assert state["music"]["active"] == "v2"
+    assert state["music"]["active"] == "v2" and state["music"]["archived"] == ["v1"]
     assert state["voices"]["active"] is None and state["voices"]["latest"] == "v1"
 
     # events of the first run show each tool call in order

@@ -152,10 +152,11 @@ def test_activate_over_the_api_and_state_shows_it(api, ad):
     state = api.get(f"/api/ads/{ad.pk}/state").json()
 
     assert response.status_code == 200
-    assert response.json()["archivedVersion"] == "v1"
+    assert response.json()["archivedVersions"] == ["v1"]
     assert response.json()["draft"]["status"] == "active"
     assert again.json()["changed"] is False
     assert state["music"]["active"] == "v2" and state["music"]["latest"] == "v2"
+    assert state["music"]["archived"] == ["v1"] and state["voices"]["archived"] == []
     assert Draft.objects.get(pk=v1.pk).status == "archived"
 
 

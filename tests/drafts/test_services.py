@@ -43,16 +43,39 @@ def test_activation_archives_the_previous_version(ad):
     voices, _ = draft_create(ad=ad, kind=DraftKind.VOICES, payload={})
 
     first = draft_activate(ad=ad, draft_id=v1.pk)
-    assert first.changed and first.archived is None
+    assert first.changed and first.archived == ()
 
     second = draft_activate(ad=ad, draft_id=v2.pk)
-    assert second.changed and second.archived.pk == v1.pk
+    assert second.changed and [old.pk for old in second.archived] == [v1.pk]
     assert second.message == "Activated music v2 (archived v1)."
 
     statuses = dict(Draft.objects.filter(ad=ad, kind="music").values_list("version", "status"))
     assert statuses == {1: DraftStatus.ARCHIVED, 2: DraftStatus.ACTIVE}
     voices.refresh_from_db()
     assert voices.status == DraftStatus.DRAFT  # other kinds untouched
+
+
+@pytest.mark.django_db
+def test_activation_archives_older_drafts_and_leaves_newer_ones(ad):
+    def music_draft() -> Draft:
+        return draft_create(ad=ad, kind=DraftKind.MUSIC, payload={})[0]
+
+    def statuses() -> dict[int, str]:
+        return dict(Draft.objects.filter(ad=ad, kind="music").values_list("version", "status"))
+
+    v1, v2, _v3 = music_draft(), music_draft(), music_draft()
+    assert [old.pk for old in draft_activate(ad=ad, draft_id=v2.pk).archived] == [v1.pk]
+    # v1 was superseded before it went live; v3, newer than the live version, is still
+    # to be reviewed
+    assert statuses() == {1: "archived", 2: "active", 3: "draft"}
+
+    v4 = music_draft()
+    result = draft_activate(ad=ad, draft_id=v4.pk)
+
+    assert [old.label for old in result.archived] == ["v2", "v3"]
+    assert result.message == "Activated music v4 (archived v2, v3)."
+    assert statuses() == {1: "archived", 2: "archived", 3: "archived", 4: "active"}
+    assert draft_activate(ad=ad, draft_id=v1.pk).message == "Activated music v1 (archived v4)."
 
 
 @pytest.mark.django_db

@@ -188,4 +188,5 @@ def test_current_state_reports_latest_and_active(ctx):
         "latestSummary": None,
         "active": None,
         "activeSummary": None,
+        "archived": [],
     }

@@ -254,6 +254,7 @@ def test_the_web_client_story_on_claude(claude, user, make_voice):
     assert api.post(f"/api/drafts/{music_v2}/activate").status_code == 200
     state = api.get(f"/api/ads/{ad['id']}/state").json()
     assert state["music"]["active"] == "v2" and state["voices"]["latest"] == "v1"
+    assert state["music"]["archived"] == ["v1"]
 
     events = api.get(f"/api/runs/{body['runId']}/events").json()
     started = [e["data"]["name"] for e in events["events"] if e["type"] == "tool_call.started"]
