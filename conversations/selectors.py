@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import time
 import uuid
+from collections import defaultdict
 from datetime import datetime
 from typing import Any
 
@@ -126,17 +127,22 @@ def conversation_latest(
 
 
 def agent_stats(*, since: datetime, until: datetime) -> dict[str, Any]:
-    """The numbers that say whether the agent works in production, per provider and tool."""
+    """The numbers that say whether the agent works in production, per provider and tool:
+    runs by status, rounds, tokens and cost per run and per conversation (a user's
+    session with the director), tool-call success and argument-repair rates."""
     runs = Run.objects.filter(created_at__gte=since, created_at__lt=until)
     by_status = dict(runs.values_list("status").annotate(n=Count("id")).order_by())
+    provider_status: dict[str, dict[str, int]] = defaultdict(dict)
+    counted = runs.exclude(provider="").values_list("provider", "status").annotate(n=Count("id"))
+    for provider, run_status, count in counted.order_by():
+        provider_status[provider][run_status] = count
     per_provider = []
     for row in (
         runs.exclude(provider="")
         .values("provider")
         .annotate(
             runs=Count("id"),
-            succeeded=Count("id", filter=Q(status=RunStatus.SUCCEEDED)),
-            failed=Count("id", filter=Q(status=RunStatus.FAILED)),
+            conversations=Count("conversation", distinct=True),
             avg_rounds=Avg("rounds"),
             prompt_tokens=Sum("prompt_tokens"),
             cached_tokens=Sum("cached_tokens"),
@@ -145,48 +151,68 @@ def agent_stats(*, since: datetime, until: datetime) -> dict[str, Any]:
         )
         .order_by("provider")
     ):
-        count = row["runs"] or 1
+        for total in ("prompt_tokens", "cached_tokens", "completion_tokens", "cost"):
+            row[total] = row[total] or 0
+        statuses = provider_status[row["provider"]]
         per_provider.append(
             {
                 "provider": row["provider"],
                 "runs": row["runs"],
-                "succeeded": row["succeeded"],
-                "failed": row["failed"],
+                "runsByStatus": {status: statuses.get(status, 0) for status in RunStatus.values},
+                "succeeded": statuses.get(RunStatus.SUCCEEDED, 0),
+                "failed": statuses.get(RunStatus.FAILED, 0),
                 "roundsPerRun": round(float(row["avg_rounds"] or 0), 2),
-                "promptTokens": row["prompt_tokens"] or 0,
-                "cachedTokens": row["cached_tokens"] or 0,
-                "completionTokens": row["completion_tokens"] or 0,
-                "cost": str(row["cost"] or 0),
-                "costPerRun": str(round((row["cost"] or 0) / count, 6)),
+                "promptTokens": row["prompt_tokens"],
+                "cachedTokens": row["cached_tokens"],
+                "completionTokens": row["completion_tokens"],
+                "cost": str(row["cost"]),
+                "costPerRun": str(round(row["cost"] / row["runs"], 6)),
+                "conversations": row["conversations"],
+                "perConversation": {
+                    "promptTokens": round(row["prompt_tokens"] / row["conversations"], 1),
+                    "cachedTokens": round(row["cached_tokens"] / row["conversations"], 1),
+                    "completionTokens": round(row["completion_tokens"] / row["conversations"], 1),
+                    "cost": str(round(row["cost"] / row["conversations"], 6)),
+                },
             }
         )
-    tool_rows = Message.objects.filter(
-        role=Role.TOOL, run__created_at__gte=since, run__created_at__lt=until
-    )
-    per_tool = [
-        {
-            "provider": row["run__provider"],
-            "tool": row["name"],
-            "calls": row["calls"],
-            "errors": row["errors"],
-            "successRate": round(1 - row["errors"] / row["calls"], 4) if row["calls"] else None,
-        }
-        for row in tool_rows.values("run__provider", "name")
-        .annotate(calls=Count("id"), errors=Count("id", filter=Q(is_error=True)))
-        .order_by("run__provider", "name")
-    ]
-    calls = 0
-    repaired = 0
-    for tool_calls in (
+    # Argument repairs are marked on the assistant's calls; results on the tool messages.
+    asked: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0])  # calls, repaired
+    for provider, tool_calls in (
         Message.objects.filter(
             role=Role.ASSISTANT, run__created_at__gte=since, run__created_at__lt=until
         )
         .exclude(tool_calls=[])
-        .values_list("tool_calls", flat=True)
+        .values_list("run__provider", "tool_calls")
         .iterator()
     ):
-        calls += len(tool_calls)
-        repaired += sum(1 for call in tool_calls if call.get("repaired") or call.get("parse_error"))
+        for call in tool_calls:
+            counts = asked[provider, call.get("name", "")]
+            counts[0] += 1
+            counts[1] += bool(call.get("repaired") or call.get("parse_error"))
+    tool_rows = Message.objects.filter(
+        role=Role.TOOL, run__created_at__gte=since, run__created_at__lt=until
+    )
+    per_tool = []
+    for row in (
+        tool_rows.values("run__provider", "name")
+        .annotate(calls=Count("id"), errors=Count("id", filter=Q(is_error=True)))
+        .order_by("run__provider", "name")
+    ):
+        calls, repaired = asked.get((row["run__provider"], row["name"]), (0, 0))
+        per_tool.append(
+            {
+                "provider": row["run__provider"],
+                "tool": row["name"],
+                "calls": row["calls"],
+                "errors": row["errors"],
+                "successRate": round(1 - row["errors"] / row["calls"], 4),
+                "repaired": repaired,
+                "argumentRepairRate": round(repaired / calls, 4) if calls else None,
+            }
+        )
+    calls = sum(counts[0] for counts in asked.values())
+    repaired = sum(counts[1] for counts in asked.values())
     model_calls = ModelCall.objects.filter(
         run__created_at__gte=since, run__created_at__lt=until
     ).aggregate(total=Count("id"), failed=Count("id", filter=~Q(error_code="")))

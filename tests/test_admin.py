@@ -234,6 +234,8 @@ def test_stats_page_renders_for_staff_only(client, staff_user, user, objects):
     assert page.status_code == 200
     assert "Agent statistics, last 30 day(s)" in page.content.decode()
     assert "search_voices" in page.content.decode()
+    assert "Argument repair rate" in page.content.decode()
+    assert "Cost / conversation" in page.content.decode()
 
     client.force_login(user)
     assert client.get(reverse("admin:agent-stats")).status_code == 302

@@ -446,6 +446,13 @@ def test_stats_are_staff_only(api, staff_user, ad):
     assert stats["toolCalls"] == 4 and stats["argumentRepairRate"] == 0
 
 
+@pytest.mark.parametrize("days", ["0", "367", "week"])
+def test_the_stats_period_is_validated(staff_user, days):
+    response = api_for(staff_user).get(f"/api/stats/?days={days}")
+    assert response.status_code == 400
+    assert "days" in response.json()["error"]["fields"]
+
+
 @runs_execute
 def test_conversation_messages_are_stored_in_order(api, ad):
     api.post("/api/ai/generate", {"adId": str(ad.pk)})
