@@ -76,6 +76,27 @@ def test_broker_url_turns_off_eager_tasks():
     assert result.stdout.strip() == "False"
 
 
+def test_cors_is_closed_unless_origins_are_configured():
+    code = (
+        "from django.conf import settings; "
+        "print(settings.CORS_ALLOWED_ORIGINS, getattr(settings, 'CORS_ALLOW_ALL_ORIGINS', False), "
+        "getattr(settings, 'CORS_ALLOWED_ORIGIN_REGEXES', []))"
+    )
+    closed = manage("shell", "--no-imports", "-c", code, env={"CORS_ALLOWED_ORIGINS": ""})
+    configured = manage(
+        "shell",
+        "--no-imports",
+        "-c",
+        code,
+        env={"CORS_ALLOWED_ORIGINS": "https://studio.example.com,https://staging.example.com"},
+    )
+    assert closed.returncode == 0, closed.stderr
+    assert closed.stdout.strip() == "[] False []"
+    assert configured.stdout.strip() == (
+        "['https://studio.example.com', 'https://staging.example.com'] False []"
+    )
+
+
 def test_deploy_check_flags_the_development_secret_key():
     result = manage("check", "--deploy", env={"DATABASE_URL": os.environ["DATABASE_URL"]})
     assert "security.W009" in result.stderr + result.stdout

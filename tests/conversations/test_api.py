@@ -446,6 +446,30 @@ def test_stats_are_staff_only(api, staff_user, ad):
     assert stats["toolCalls"] == 4 and stats["argumentRepairRate"] == 0
 
 
+def test_swagger_ui_is_served(api):
+    response = api.get("/api/docs/")
+    assert response.status_code == 200
+    assert "swagger-ui" in response.content.decode()
+    assert "/api/schema/" in response.content.decode()
+
+
+def test_generate_into_a_named_conversation_of_the_ad(api, ad, make_ad):
+    conversation = Conversation.objects.create(ad=ad)
+    another_ads = Conversation.objects.create(ad=make_ad(title="another"))
+
+    into = api.post(
+        "/api/ai/generate", {"adId": str(ad.pk), "conversationId": str(conversation.pk)}
+    )
+    elsewhere = api.post(
+        "/api/ai/generate", {"adId": str(ad.pk), "conversationId": str(another_ads.pk)}
+    )
+
+    assert into.status_code == 202
+    assert into.json()["conversationId"] == str(conversation.pk)
+    assert elsewhere.status_code == 404
+    assert list(Run.objects.values_list("conversation_id", flat=True)) == [conversation.pk]
+
+
 @pytest.mark.parametrize("days", ["0", "367", "week"])
 def test_the_stats_period_is_validated(staff_user, days):
     response = api_for(staff_user).get(f"/api/stats/?days={days}")

@@ -112,6 +112,44 @@ def test_list_update_and_delete_are_owner_scoped(api, user, other_user, make_ad)
     assert Ad.objects.filter(pk=theirs.pk).exists()
 
 
+def test_put_replaces_the_brief_and_names_a_missing_field(api, other_user, make_ad):
+    mine = make_ad()
+    theirs = make_ad(owner=other_user)
+    replacement = {**BRIEF, "clientDescription": "Spotify Duo", "market": "SG"}
+
+    replaced = api.put(f"/api/ads/{mine.pk}/", replacement)
+    incomplete = api.put(f"/api/ads/{mine.pk}/", {"market": "US"})
+    not_mine = api.put(f"/api/ads/{theirs.pk}/", replacement)
+
+    assert replaced.status_code == 200
+    assert replaced.json()["brief"]["clientDescription"] == "Spotify Duo"
+    assert replaced.json()["brief"]["market"] == "SG"
+    assert incomplete.status_code == 400
+    assert "clientDescription" in incomplete.json()["error"]["fields"]
+    assert not_mine.status_code == 404
+    mine.refresh_from_db()
+    theirs.refresh_from_db()
+    assert (mine.client, mine.market) == ("Spotify Duo", "SG")  # the 400 changed nothing
+    assert theirs.client == "Spotify Premium family plan"
+
+
+def test_session_authentication_needs_the_csrf_token_to_write(user):
+    browser = APIClient(enforce_csrf_checks=True)
+    browser.force_login(user)
+    secret = "a" * 32  # the csrftoken cookie's value, sent back in the header
+
+    listed = browser.get("/api/ads/")
+    refused = browser.post("/api/ads/", BRIEF)
+    browser.cookies["csrftoken"] = secret
+    created = browser.post("/api/ads/", BRIEF, HTTP_X_CSRFTOKEN=secret)
+
+    assert listed.status_code == 200
+    assert refused.status_code == 403
+    assert "CSRF" in refused.json()["error"]["message"]
+    assert created.status_code == 201, created.json()
+    assert Ad.objects.count() == 1
+
+
 def test_staff_see_every_ad(staff_user, make_ad):
     make_ad()
     assert api_for(staff_user).get("/api/ads/").json()["count"] == 1

@@ -233,3 +233,26 @@ def test_primary_down_for_the_whole_run_the_fallback_answers(fake_providers, mak
     assert_invariants(run)
     tool = Message.objects.get(conversation=run.conversation, role="tool")
     assert json.loads(tool.text)["versionId"] == "v1"
+
+
+def test_an_outage_fails_the_run_readably_over_http_and_the_api_stays_up(
+    fake_providers, make_ad, user, settings
+):
+    from rest_framework.authtoken.models import Token
+    from rest_framework.test import APIClient
+
+    settings.ADSTUDIO_PROVIDER_FALLBACKS = []
+    fake_providers.script(*[error_turn(503, JSON_500)] * 3)
+    ad = make_ad(language="en")
+    api = APIClient()
+    api.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=user).key}")
+
+    generated = api.post("/api/ai/generate?wait=10", {"adId": str(ad.pk), "provider": "openai"})
+    run = api.get(f"/api/runs/{generated.json()['runId']}").json()
+
+    assert generated.status_code == 200 and generated.json()["status"] == "failed"
+    assert run["status"] == "failed"
+    assert run["error"]["code"] == "transient"
+    assert run["error"]["message"] == "openai: HTTP 503: upstream exploded"
+    assert run["finishedAt"] is not None
+    assert api.get("/api/ads/").status_code == 200
