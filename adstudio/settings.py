@@ -147,6 +147,10 @@ SPECTACULAR_SETTINGS = {
     # The schema and its docs describe the API, not anybody's data: public.
     "SERVE_PERMISSIONS": ["rest_framework.permissions.AllowAny"],
     "COMPONENT_SPLIT_REQUEST": True,
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "adstudio.schema.add_error_responses",
+    ],
     "ENUM_NAME_OVERRIDES": {
         "RunStatusEnum": "conversations.models.RunStatus",
         "DraftStatusEnum": "drafts.models.DraftStatus",

@@ -55,3 +55,17 @@ def test_every_operation_answers_within_its_schema(case, token, settings):
         headers={"Authorization": f"Token {token}"},
         checks=[not_a_server_error, response_schema_conformance, content_type_conformance],
     )
+
+
+def test_every_operation_documents_its_errors_in_the_one_shape(client):
+    document = client.get("/api/schema/", HTTP_ACCEPT="application/vnd.oai.openapi+json").json()
+    error = {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}
+
+    chat = document["paths"]["/api/ads/{ad_id}/chat"]["post"]["responses"]
+    ads = document["paths"]["/api/ads/"]["get"]["responses"]
+
+    assert {"400", "401", "403", "404", "413", "415", "422", "429"} <= set(chat)
+    assert all(chat[status]["content"] == error for status in ("400", "422", "429"))
+    assert {"401", "403", "404"} <= set(ads) and "413" not in ads and "429" not in ads
+    fields = document["components"]["schemas"]["Error"]["properties"]["error"]["properties"]
+    assert set(fields) == {"code", "message", "fields"}
