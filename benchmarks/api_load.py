@@ -2,7 +2,7 @@
 
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/adstudio \\
         .venv/bin/python -m benchmarks.api_load [--clients 50] [--seconds 30] [--runs 3]
-        [--think S] [--flood]
+        [--think S] [--flood] [--warmup S]
 
 Starts the app under gunicorn (gthread) and a Celery worker (threads) answering with the
 offline demo director, on a benchmark database, Redis DB 14 (the broker) and 12 (the
@@ -11,7 +11,9 @@ chat message to its own ad (the enqueue), follows the run's events (long polling
 the run has finished, reads the run back and posts the next message, at once or after
 ``--think`` seconds. With ``--flood`` a client posts again as soon as it has read the run
 back, finished or not: runs pile up behind one another, which measures the machine's
-capacity rather than a chat. Prints requests/s and p50/p95/p99 of the POST and the GET
+capacity rather than a chat. The clients first run ``--warmup`` seconds unmeasured, as a
+server in service has long since filled its connection pools and caches and imported
+what its requests need. Prints requests/s and p50/p95/p99 of the POST and the GET
 run (medians over ``--runs``), the time from a post to its run's end, and the errors.
 Results also go to benchmarks/results/.
 """
@@ -197,6 +199,12 @@ def main() -> None:
         help="post again without waiting for the run to finish (the machine's capacity)",
     )
     parser.add_argument(
+        "--warmup",
+        type=float,
+        default=5.0,
+        help="seconds the clients run before the measured runs, unmeasured",
+    )
+    parser.add_argument(
         "--worker-nice",
         type=int,
         default=0,
@@ -269,10 +277,13 @@ def main() -> None:
                 "postgres": lambda: process_cpu_seconds(name="postgres"),
                 "load generator": time.process_time,
             }
+            base = f"http://127.0.0.1:{port}"
+            if args.warmup:
+                one_run(base, pairs, args.warmup, args.think, args.flood, cpu_of)
             with CpuSteal() as steal:
                 results = [
                     one_run(
-                        f"http://127.0.0.1:{port}",
+                        base,
                         pairs,
                         args.seconds,
                         args.think,
@@ -289,6 +300,7 @@ def main() -> None:
         "clients": args.clients,
         "seconds": args.seconds,
         "think_s": args.think,
+        "warmup_s": args.warmup,
         "flood": args.flood,
         "runs": results,
         "median": {
@@ -321,7 +333,8 @@ def main() -> None:
     }
     m = summary["median"]
     print(
-        f"api_load: {args.clients} clients x {args.seconds:.0f} s, think {args.think} s, "
+        f"api_load: {args.clients} clients x {args.seconds:.0f} s "
+        f"(after {args.warmup:.0f} s of warm-up), think {args.think} s, "
         f"{'flood (runs pile up)' if args.flood else 'each following its run'}, "
         f"{args.runs} runs (medians)"
     )
