@@ -6,6 +6,7 @@ import threading
 
 import pytest
 from django.db import connection
+from django.db.migrations.executor import MigrationExecutor
 
 from conversations.models import Conversation, Run
 from conversations.services import IdempotencyKeyReused, run_once_per_key
@@ -76,3 +77,30 @@ def test_a_key_sent_with_another_request_is_refused(user, ad):
     with pytest.raises(IdempotencyKeyReused, match="'k'"):
         run_once_per_key(requested_by=user, idempotency_key="k", fingerprint="second", start=start)
     assert Run.objects.count() == 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_migration_keeps_a_duplicated_key_on_the_first_run_only(user, ad):
+    """Runs two racing requests made before the constraint existed: the first keeps the
+    key (a retry finds it), the later ones lose it, and the constraint can be added."""
+    before = [("conversations", "0003_run_event_notify")]
+    after = [("conversations", "0004_run_unique_idempotency_key")]
+    executor = MigrationExecutor(connection)
+    executor.migrate(before)
+    try:
+        old_run = executor.loader.project_state(before).apps.get_model("conversations", "Run")
+        conversation = Conversation.objects.create(ad=ad)
+        first, second, third, other = (
+            old_run.objects.create(
+                conversation_id=conversation.pk, requested_by_id=user.pk, idempotency_key=key
+            )
+            for key in ("k", "k", "k", "other")
+        )
+        executor = MigrationExecutor(connection)
+        executor.migrate(after)
+        keys = dict(Run.objects.values_list("pk", "idempotency_key"))
+    finally:
+        executor = MigrationExecutor(connection)
+        executor.migrate(executor.loader.graph.leaf_nodes())
+
+    assert keys == {first.pk: "k", second.pk: "", third.pk: "", other.pk: "other"}
