@@ -9,8 +9,10 @@ what really happened.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 from conversations.models import Message as MessageRow
 from conversations.models import Role
@@ -52,6 +54,45 @@ def history_rows(*, conversation_id, after_seq: int) -> list:
         .order_by("seq")
         .values_list(*HISTORY_FIELDS, named=True)
     )
+
+
+TOOL_CALL_ID_MAX = MessageRow._meta.get_field("tool_call_id").max_length
+TOOL_NAME_MAX = MessageRow._meta.get_field("name").max_length
+
+
+def storable_reply(message: AssistantMessage) -> AssistantMessage:
+    """The model's reply as the database can hold it, before any of it is stored.
+
+    NUL characters, which PostgreSQL refuses in text and JSON, become U+FFFD; call ids and
+    names are clipped to their columns (``Message.tool_call_id`` and ``Message.name``), so
+    a made-up tool name of any length is answered as an unknown tool. Arguments were
+    checked when parsed (``parse_arguments``)."""
+    calls = tuple(
+        dataclasses.replace(
+            call,
+            id=_without_nul(call.id)[:TOOL_CALL_ID_MAX],
+            name=_without_nul(call.name)[:TOOL_NAME_MAX],
+            raw_arguments=_without_nul(call.raw_arguments),
+            parse_error=_without_nul(call.parse_error),
+        )
+        for call in message.tool_calls
+    )
+    return dataclasses.replace(
+        message,
+        text=_without_nul(message.text),
+        tool_calls=calls,
+        provider_data=_without_nul(message.provider_data),
+    )
+
+
+def _without_nul(value: Any) -> Any:
+    if isinstance(value, str):
+        return value.replace("\x00", "\ufffd")
+    if isinstance(value, dict):
+        return {_without_nul(key): _without_nul(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return type(value)(_without_nul(item) for item in value)
+    return value
 
 
 def tool_calls_to_json(calls: Iterable[ToolCall]) -> list[dict]:

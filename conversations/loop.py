@@ -28,6 +28,7 @@ from conversations.history import (
     recent_turns_within,
     row_to_message,
     split_turns,
+    storable_reply,
     tool_calls_to_json,
 )
 from conversations.models import (
@@ -361,7 +362,7 @@ def _model_step(state: RunState, *, final: bool = False) -> RunTools | Final | S
         raise
     text_stream.flush()
     usage = response.usage  # adapters estimate it (exact=False) when the provider sent none
-    message = response.message
+    message = storable_reply(response.message)
     truncated = response.stop_reason == StopReason.MAX_TOKENS and message.tool_calls
     if final or truncated:
         # No tool runs now: keep the calls for staff, out of the replayed history.
@@ -504,7 +505,7 @@ class _TextEvents:
         self.sent_any = False
 
     def add(self, delta: str) -> None:
-        self.buffer.append(delta)
+        self.buffer.append(delta.replace("\x00", "\ufffd"))  # PostgreSQL refuses NUL
         if time.monotonic() - self.last >= TEXT_EVENT_INTERVAL:
             self.flush()
 

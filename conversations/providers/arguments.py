@@ -8,12 +8,16 @@ into ``"`` breaks every script line containing "don't".
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 from typing import Any
 
 import json_repair
 
 _FENCE = "```"
+
+
+_LARGEST_INTEGER = 2**63  # beyond any count or id a tool takes, and beyond a bigint
 
 
 @dataclass(frozen=True)
@@ -28,8 +32,18 @@ def parse_arguments(raw: str | dict[str, Any] | None) -> ParsedArguments:
 
     A zero-argument call's ``""`` (or ``null``) is ``{}`` and not a repair. Arguments that
     still are not a JSON object after repair come back with ``parse_error`` set, so the
-    loop can answer the call with a tool error the model sees instead of crashing.
+    loop can answer the call with a tool error the model sees instead of crashing. So do
+    arguments the database cannot store: ``NaN``, ``Infinity``, integers beyond 64 bits
+    and NUL characters, which Python's JSON parser accepts and PostgreSQL refuses.
     """
+    parsed = _parse(raw)
+    unstorable = _unstorable(parsed.arguments)
+    if unstorable:
+        return ParsedArguments({}, parse_error=f"arguments contain {unstorable}: {_clip(raw)}")
+    return parsed
+
+
+def _parse(raw: str | dict[str, Any] | None) -> ParsedArguments:
     if raw is None:
         return ParsedArguments({})
     if isinstance(raw, dict):  # some servers send the object itself instead of a string
@@ -39,13 +53,13 @@ def parse_arguments(raw: str | dict[str, Any] | None) -> ParsedArguments:
         return ParsedArguments({})
     try:
         value = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: nested thousands of levels deep
         pass
     else:
         if isinstance(value, dict):
             return ParsedArguments(value)
         if isinstance(value, str):  # double-encoded: "{\"a\": 1}"
-            inner = parse_arguments(value)
+            inner = _parse(value)
             if inner.parse_error is None:
                 return ParsedArguments(inner.arguments, repaired=True)
         return ParsedArguments({}, parse_error=_not_an_object(value, raw))
@@ -78,13 +92,39 @@ def _strip_fences(text: str) -> str:
     return text.strip()
 
 
+def _unstorable(arguments: dict[str, Any]) -> str | None:
+    """What in ``arguments`` a JSON column cannot hold, if anything."""
+    pending: list[Any] = [arguments]
+    while pending:  # a loop, not recursion: the nesting may be as deep as the parser allows
+        value = pending.pop()
+        if isinstance(value, dict):
+            pending.extend(value.keys())
+            pending.extend(value.values())
+        elif isinstance(value, list):
+            pending.extend(value)
+        elif isinstance(value, float) and not math.isfinite(value):
+            return "a number that is not finite (NaN or Infinity)"
+        elif isinstance(value, int) and not isinstance(value, bool):
+            if abs(value) >= _LARGEST_INTEGER:
+                return "an integer too large"
+        elif isinstance(value, str) and "\x00" in value:
+            return "a NUL character"
+    return None
+
+
 def _not_an_object(value: Any, raw: str) -> str:
     kind = type(value).__name__ if value is not None else "null"
     return f"arguments must be a JSON object, got {kind}: {_clip(raw)}"
 
 
-def _clip(raw: str, limit: int = 200) -> str:
-    return raw if len(raw) <= limit else raw[:limit] + "..."
+def _clip(raw: Any, limit: int = 200) -> str:
+    """The start of what the model sent, for an error message, which must be storable."""
+    try:
+        text = raw if isinstance(raw, str) else json.dumps(raw, default=str)
+    except ValueError:  # an integer of thousands of digits
+        text = "(an object too large to show)"
+    text = text.replace("\x00", "\ufffd")
+    return text if len(text) <= limit else text[:limit] + "..."
 
 
 def dump_arguments(arguments: dict[str, Any]) -> str:

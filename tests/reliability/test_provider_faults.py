@@ -256,3 +256,46 @@ def test_an_outage_fails_the_run_readably_over_http_and_the_api_stays_up(
     assert run["error"]["message"] == "openai: HTTP 503: upstream exploded"
     assert run["finishedAt"] is not None
     assert api.get("/api/ads/").status_code == 200
+
+
+@pytest.mark.parametrize(
+    ("raw", "says"),
+    [
+        ('{"prompt": "warm pop", "seconds": 1e400}', "not finite (NaN or Infinity)"),
+        ('{"prompt": "warm pop", "seconds": NaN}', "not finite (NaN or Infinity)"),
+        ('{"prompt": "warm pop", "seconds": 123456789012345678901234567890}', "integer too large"),
+        ('{"prompt": "warm\\u0000pop"}', "a NUL character"),
+        ('{"prompt": ' * 20_000, "arguments"),
+    ],
+    ids=["infinity", "nan", "huge integer", "nul", "nested 20000 deep"],
+)
+def test_arguments_the_database_cannot_store_are_a_tool_error(fake_providers, make_ad, raw, says):
+    fake_providers.script(turn(tool_calls=[call("create_music_draft", raw=raw)]), DONE)
+
+    run = start_generation(ad=make_ad(language="en"))
+
+    run.refresh_from_db()
+    assert run.status == "succeeded", run.error_message
+    result = Message.objects.get(run=run, role="tool")
+    assert result.is_error and says in result.text
+    assert ModelCall.objects.filter(run=run).count() == 2  # both calls' usage is kept
+    assert not Draft.objects.exists()
+    assert_invariants(run)
+
+
+def test_nul_characters_and_a_tool_name_too_long_for_its_column_are_stored(fake_providers, make_ad):
+    made_up = "imagine_" * 10  # 80 characters; a tool result's name column holds 64
+    fake_providers.script(
+        turn("Thinking\x00", tool_calls=[call(made_up, {}, id="call\x001")]),
+        turn("Music v1\x00 is ready."),
+    )
+
+    run = start_generation(ad=make_ad(language="en"))
+
+    run.refresh_from_db()
+    assert run.status == "succeeded", run.error_message
+    assert run.final_message == "Music v1\ufffd is ready."
+    result = Message.objects.get(run=run, role="tool")
+    assert result.is_error and "nknown tool" in result.text
+    assert result.name == made_up[:64] and result.tool_call_id == "call\ufffd1"
+    assert_invariants(run)
