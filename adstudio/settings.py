@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from corsheaders.defaults import default_headers as default_cors_headers
+
 from adstudio.env import (
     database_config,
     env_bool,
@@ -138,6 +140,9 @@ ADSTUDIO_MAX_WAIT_SECONDS = 60
 # The web client may be served from another origin: only the ones listed here.
 CORS_ALLOWED_ORIGINS = env_list("CORS_ALLOWED_ORIGINS", [])
 CORS_URLS_REGEX = r"^/api/.*$"
+# A web client on another origin sends these besides the defaults: its retries' key, and
+# an EventSource's resume point.
+CORS_ALLOW_HEADERS = (*default_cors_headers, "idempotency-key", "last-event-id")
 
 SPECTACULAR_SETTINGS = {
     "TITLE": "AdStudio API",

@@ -15,12 +15,17 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.db import transaction
-from django.http import StreamingHttpResponse
+from django.http import HttpResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404
 from django.urls import reverse
 from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_field
+from drf_spectacular.utils import (
+    OpenApiParameter,
+    OpenApiResponse,
+    extend_schema,
+    extend_schema_field,
+)
 from rest_framework import generics, serializers, status
 from rest_framework.exceptions import APIException, NotFound, ValidationError
 from rest_framework.permissions import IsAdminUser
@@ -416,6 +421,10 @@ class RunEventsView(APIView):
         responses={
             (200, "application/json"): EventsPageSerializer,
             (200, "text/event-stream"): OpenApiTypes.STR,
+            204: OpenApiResponse(
+                description="Event stream only: the run has finished and no event comes "
+                "after the one asked for (an EventSource stops reconnecting)."
+            ),
         },
         summary="A run's progress events (JSON long polling, or SSE)",
     )
@@ -429,6 +438,10 @@ class RunEventsView(APIView):
             last_event_id = request.headers.get("Last-Event-ID")
             if last_event_id is not None:
                 after = _sequence(last_event_id, "Last-Event-ID")
+            if run.status in RunStatus.finished() and not run.events.filter(seq__gt=after).exists():
+                # Nothing more will come. An EventSource reconnects whenever a stream
+                # ends, and stops only on a 204.
+                return HttpResponse(status=status.HTTP_204_NO_CONTENT)
             return _event_stream(
                 run, after=after, duration=wait or settings.ADSTUDIO_MAX_WAIT_SECONDS
             )

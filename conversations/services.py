@@ -141,10 +141,12 @@ def run_once_per_key(
         try:
             with transaction.atomic():
                 return start(), True
-        except IntegrityError as exc:
-            if "run_unique_idempotency_key" not in str(exc):
+        except IntegrityError:
+            # The constraint's name is in PostgreSQL's message, not in SQLite's: whether
+            # a racing request's run now holds the key is the test that works on both.
+            run = keyed.first()
+            if run is None:
                 raise
-            run = keyed.get()
     if run.idempotency_fingerprint and run.idempotency_fingerprint != fingerprint:
         raise IdempotencyKeyReused(
             f"Idempotency-Key {idempotency_key!r} was already used for a different request."

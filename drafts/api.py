@@ -145,6 +145,9 @@ class AdStateSerializer(serializers.Serializer):
 
 class ActivationSerializer(serializers.Serializer):
     draft = DraftOutputSerializer()
+    archivedVersion = serializers.CharField(
+        allow_null=True, help_text="The version that was active before, if any."
+    )
     archivedVersions = serializers.ListField(
         child=serializers.CharField(),
         help_text="Versions this activation archived: the one active before and older "
@@ -230,6 +233,7 @@ class DraftViewSet(mixins.RetrieveModelMixin, viewsets.GenericViewSet):
         return Response(
             {
                 "draft": DraftOutputSerializer(result.draft).data,
+                "archivedVersion": result.replaced.label if result.replaced else None,
                 "archivedVersions": [old.label for old in result.archived],
                 "changed": result.changed,
                 "message": result.message,

@@ -23,6 +23,7 @@ class ActivationResult:
     draft: Draft
     archived: tuple[Draft, ...]  # in version order
     changed: bool  # False when the draft was already active
+    replaced: Draft | None = None  # of those archived, the version that was active
 
     @property
     def message(self) -> str:
@@ -157,6 +158,7 @@ def draft_activate(*, ad: Ad, draft_id: uuid.UUID) -> ActivationResult:
             )
             .order_by("version")
         )
+        replaced = next((old for old in archived if old.status == DraftStatus.ACTIVE), None)
         Draft.objects.filter(pk__in=[old.pk for old in archived]).update(
             status=DraftStatus.ARCHIVED
         )
@@ -165,4 +167,4 @@ def draft_activate(*, ad: Ad, draft_id: uuid.UUID) -> ActivationResult:
         draft.status = DraftStatus.ACTIVE
         draft.activated_at = timezone.now()
         draft.save(update_fields=["status", "activated_at"])
-        return ActivationResult(draft=draft, archived=archived, changed=True)
+        return ActivationResult(draft=draft, archived=archived, changed=True, replaced=replaced)

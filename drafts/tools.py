@@ -221,7 +221,8 @@ GET_CURRENT_STATE = Tool(
     name="get_current_state",
     description=(
         "Return the latest and the active version of the ad's voices, music and sound "
-        "effects, with one-line summaries. Call it when unsure what exists already."
+        "effects, with one-line summaries, and the versions archived. Call it when unsure "
+        "what exists already."
     ),
     args_model=GetCurrentStateArgs,
     handler=get_current_state,

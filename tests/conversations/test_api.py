@@ -512,6 +512,13 @@ def test_cors_allows_only_configured_origins(api, settings):
     refused = api.get("/api/ads/", HTTP_ORIGIN="https://evil.example.net")
     assert allowed["Access-Control-Allow-Origin"] == "https://studio.example.com"
     assert "Access-Control-Allow-Origin" not in refused
+    preflight = APIClient().options(
+        "/api/ai/generate",
+        HTTP_ORIGIN="https://studio.example.com",
+        HTTP_ACCESS_CONTROL_REQUEST_METHOD="POST",
+        HTTP_ACCESS_CONTROL_REQUEST_HEADERS="authorization, content-type, idempotency-key",
+    )
+    assert "idempotency-key" in preflight["Access-Control-Allow-Headers"]
 
 
 @runs_execute
@@ -533,6 +540,11 @@ def test_server_sent_events_resume_after_last_event_id(api, ad):
     assert ids[0] == 4 and ids == list(range(4, ids[-1] + 1))
     assert by_format["Content-Type"] == "text/event-stream"
     assert "id: 1\n" in b"".join(by_format.streaming_content).decode()
+    # the run has finished and the client has its last event: a 204 stops EventSource
+    done = api.get(
+        f"/api/runs/{run_id}/events", HTTP_ACCEPT="text/event-stream", HTTP_LAST_EVENT_ID=ids[-1]
+    )
+    assert done.status_code == 204 and done.content == b""
 
 
 BAD_EVENT_PARAMETERS = [("after=abc", {}, "after"), ("after=-1", {}, "after")]

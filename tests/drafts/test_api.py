@@ -191,6 +191,7 @@ def test_activate_over_the_api_and_state_shows_it(api, ad):
 
     assert response.status_code == 200
     assert response.json()["archivedVersions"] == ["v1"]
+    assert response.json()["archivedVersion"] == "v1"  # the one that was live
     assert response.json()["draft"]["status"] == "active"
     assert again.json()["changed"] is False
     assert state["music"]["active"] == "v2" and state["music"]["latest"] == "v2"

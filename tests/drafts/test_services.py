@@ -73,6 +73,7 @@ def test_activation_archives_older_drafts_and_leaves_newer_ones(ad):
     result = draft_activate(ad=ad, draft_id=v4.pk)
 
     assert [old.label for old in result.archived] == ["v2", "v3"]
+    assert result.replaced.label == "v2"  # the version that was live
     assert result.message == "Activated music v4 (archived v2, v3)."
     assert statuses() == {1: "archived", 2: "archived", 3: "archived", 4: "active"}
     assert draft_activate(ad=ad, draft_id=v1.pk).message == "Activated music v1 (archived v4)."
