@@ -6,6 +6,7 @@ rather than later with a stack trace from inside a database or broker driver.
 
 from __future__ import annotations
 
+import math
 import os
 import select
 from pathlib import Path
@@ -19,6 +20,7 @@ _FALSE = {"0", "false", "no", "off", ""}
 
 _DATABASE_SCHEMES = {"postgres", "postgresql", "pgsql", "sqlite"}
 _BROKER_SCHEMES = {"redis", "rediss"}
+_PERIODS = {"s", "m", "h", "d"}  # DRF reads a rate's period by its first letter
 
 
 def env_str(name: str, default: str = "") -> str:
@@ -58,9 +60,24 @@ def env_float(name: str, default: float, *, minimum: float | None = None) -> flo
         value = float(raw)
     except ValueError:
         raise ImproperlyConfigured(f"{name}={raw!r} is not a number.") from None
+    if not math.isfinite(value):
+        raise ImproperlyConfigured(f"{name}={raw!r} is not a finite number.")
     if minimum is not None and value < minimum:
         raise ImproperlyConfigured(f"{name}={value} must be at least {minimum}.")
     return value
+
+
+def env_rate(name: str, default: str) -> str:
+    """A DRF throttle rate such as ``30/minute``: checked here, as DRF would otherwise fail
+    on every throttled request."""
+    rate = env_str(name, default)
+    count, _, period = rate.partition("/")
+    if not (count.strip().isdigit() and int(count) > 0 and period.strip()[:1] in _PERIODS):
+        raise ImproperlyConfigured(
+            f"{name}={rate!r} is not a rate: expected REQUESTS/PERIOD, such as 30/minute "
+            "(the period: second, minute, hour or day)."
+        )
+    return rate
 
 
 def env_list(name: str, default: list[str]) -> list[str]:
@@ -170,9 +187,10 @@ def redis_url(name: str) -> str:
     try:
         parts = urlsplit(url)
         parts.port  # noqa: B018 - raises ValueError for a port that is not a number
-    except ValueError as exc:
+    except ValueError:  # its message may quote the password: it is not repeated here
         raise ImproperlyConfigured(
-            f"{name}={_redacted(url)!r} is malformed ({exc}); expected redis://HOST:PORT/DB."
+            f"{name}={_redacted(url)!r} is malformed (its port is not a number); "
+            "expected redis://HOST:PORT/DB."
         ) from None
     if parts.scheme not in _BROKER_SCHEMES or not parts.hostname:
         raise ImproperlyConfigured(

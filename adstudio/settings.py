@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from corsheaders.defaults import default_headers as default_cors_headers
+from django.core.exceptions import ImproperlyConfigured
 
 from adstudio.env import (
     database_config,
@@ -18,6 +19,7 @@ from adstudio.env import (
     env_float,
     env_int,
     env_list,
+    env_rate,
     env_str,
     redis_url,
 )
@@ -114,7 +116,7 @@ REST_FRAMEWORK = {
     "EXCEPTION_HANDLER": "adstudio.api_errors.api_exception_handler",
     "DEFAULT_THROTTLE_CLASSES": [],
     # Generation and chat start model runs that cost money: limited per user.
-    "DEFAULT_THROTTLE_RATES": {"runs": env_str("ADSTUDIO_RUN_RATE", "30/minute")},
+    "DEFAULT_THROTTLE_RATES": {"runs": env_rate("ADSTUDIO_RUN_RATE", "30/minute")},
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
     "PAGE_SIZE": 50,
@@ -179,6 +181,12 @@ CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_SOFT_TIME_LIMIT = env_int("ADSTUDIO_TASK_SOFT_TIME_LIMIT", 600, minimum=1)
 CELERY_TASK_TIME_LIMIT = env_int("ADSTUDIO_TASK_TIME_LIMIT", 660, minimum=1)
+if CELERY_TASK_TIME_LIMIT <= CELERY_TASK_SOFT_TIME_LIMIT:
+    raise ImproperlyConfigured(
+        f"ADSTUDIO_TASK_TIME_LIMIT ({CELERY_TASK_TIME_LIMIT} s) must be longer than "
+        f"ADSTUDIO_TASK_SOFT_TIME_LIMIT ({CELERY_TASK_SOFT_TIME_LIMIT} s): the soft limit "
+        "lets a run stop cleanly before the hard one kills it."
+    )
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # A lost broker connection must not cancel the runs in progress: they only need the
 # database, and finish while the worker reconnects (Celery 6 turns this on by default).
@@ -215,6 +223,11 @@ ADSTUDIO_RUN_STALE_AFTER = env_float("ADSTUDIO_RUN_STALE_AFTER", 120.0, minimum=
 # A queued run older than this whose task may have been lost is enqueued again.
 ADSTUDIO_QUEUED_RUN_GRACE = env_float("ADSTUDIO_QUEUED_RUN_GRACE", 60.0, minimum=1.0)
 ADSTUDIO_RECOVERY_INTERVAL = env_float("ADSTUDIO_RECOVERY_INTERVAL", 60.0, minimum=1.0)
+if ADSTUDIO_HEARTBEAT_INTERVAL >= ADSTUDIO_RUN_STALE_AFTER:
+    raise ImproperlyConfigured(
+        f"ADSTUDIO_HEARTBEAT_INTERVAL ({ADSTUDIO_HEARTBEAT_INTERVAL:g} s) must be shorter than "
+        f"ADSTUDIO_RUN_STALE_AFTER ({ADSTUDIO_RUN_STALE_AFTER:g} s), or live runs look dead."
+    )
 # USD per million tokens. Cached input is what providers bill for prompt-cache hits.
 ADSTUDIO_MODEL_PRICES = {
     "gpt-4.1": {"input": 2.00, "cached_input": 0.50, "output": 8.00},
@@ -252,7 +265,6 @@ CELERY_BEAT_SCHEDULE = {
 # Keys, base URLs and models of the LLM providers (docs/providers.md). An empty base URL
 # or model means the provider profile's default; a provider without a key is skipped by
 # the router, and with no key at all the offline demo director answers.
-from django.core.exceptions import ImproperlyConfigured  # noqa: E402
 
 ADSTUDIO_PROVIDER_NAMES = ("openai", "qwen", "kimi", "anthropic", "demo")
 

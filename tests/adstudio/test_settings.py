@@ -51,6 +51,43 @@ def test_malformed_broker_url_is_a_clear_start_up_error(url):
     assert "Traceback" not in result.stderr
 
 
+@pytest.mark.parametrize("name", ["CELERY_BROKER_URL", "CACHE_URL"])
+def test_a_malformed_redis_url_never_repeats_its_password(name):
+    result = manage("check", env={name: "redis://:s3cr3tpw#x@cache:6379/0"})
+    assert result.returncode == 2
+    assert name in result.stderr and "port is not a number" in result.stderr
+    assert "s3cr3tpw" not in result.stderr
+
+
+@pytest.mark.parametrize("rate", ["30", "30/", "30/fortnight", "many/minute", "0/minute"])
+def test_an_invalid_run_rate_is_a_start_up_error(rate):
+    result = manage("check", env={"ADSTUDIO_RUN_RATE": rate})
+    assert result.returncode == 2
+    assert "ADSTUDIO_RUN_RATE" in result.stderr and "expected REQUESTS/PERIOD" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("env", "says"),
+    [
+        ({"ADSTUDIO_RUN_STALE_AFTER": "nan"}, "ADSTUDIO_RUN_STALE_AFTER='nan' is not a finite"),
+        ({"ADSTUDIO_PROVIDER_TIMEOUT": "inf"}, "ADSTUDIO_PROVIDER_TIMEOUT='inf' is not a finite"),
+        (
+            {"ADSTUDIO_HEARTBEAT_INTERVAL": "30", "ADSTUDIO_RUN_STALE_AFTER": "20"},
+            "must be shorter than ADSTUDIO_RUN_STALE_AFTER",
+        ),
+        (
+            {"ADSTUDIO_TASK_SOFT_TIME_LIMIT": "600", "ADSTUDIO_TASK_TIME_LIMIT": "300"},
+            "must be longer than ADSTUDIO_TASK_SOFT_TIME_LIMIT",
+        ),
+    ],
+)
+def test_timings_that_cannot_work_are_start_up_errors(env, says):
+    result = manage("check", env=env)
+    assert result.returncode == 2
+    assert says in result.stderr
+    assert "Traceback" not in result.stderr
+
+
 def test_invalid_debug_flag_is_named():
     result = manage("check", env={"DEBUG": "maybe"})
     assert result.returncode == 2
