@@ -19,12 +19,13 @@ from drafts.services import draft_create
 from drafts.speech import spoken_seconds
 from voices.services import approved_voices_by_id
 
-_PLAY_AFTER = re.compile(r"^(start|previous|\d+)$")
+_PLAY_AFTER = re.compile(r"start|previous|[0-9]+")  # the whole value (fullmatch)
 
 
 class _Args(BaseModel):
     # Models add stray keys now and then; ignoring them beats failing the whole call.
-    model_config = ConfigDict(extra="ignore")
+    # Whitespace around a value means nothing, and a line of spaces is not a line.
+    model_config = ConfigDict(extra="ignore", str_strip_whitespace=True)
 
 
 class VoiceTrack(_Args):
@@ -114,7 +115,11 @@ def create_voice_draft(ctx: ToolContext, args: CreateVoiceDraftArgs) -> dict[str
     tracks: list[dict[str, Any]] = []
     for index, track in enumerate(args.tracks):
         play_after = track.playAfter or ("start" if index == 0 else "previous")
-        if not _PLAY_AFTER.match(play_after) or (play_after.isdigit() and int(play_after) >= index):
+        if (
+            not _PLAY_AFTER.fullmatch(play_after)
+            or (play_after == "previous" and index == 0)
+            or (play_after.isdigit() and int(play_after) >= index)
+        ):
             raise ToolError(
                 f"tracks[{index}].playAfter={play_after!r} is not valid.",
                 'Use "start", "previous" or the index of an earlier track.',

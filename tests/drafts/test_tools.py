@@ -104,6 +104,59 @@ def test_voice_draft_play_after_must_name_an_earlier_track(ctx, make_voice, play
         )
 
 
+@pytest.mark.parametrize("play_after", ["1\n", "\u0660", "0 1", "start later"])
+def test_voice_draft_play_after_is_the_whole_value(ctx, make_voice, play_after):
+    voice = make_voice()
+    with pytest.raises(ToolError, match=r"tracks\[1\]\.playAfter"):
+        call(
+            CREATE_VOICE_DRAFT,
+            ctx,
+            tracks=[
+                {"voiceId": str(voice.pk), "text": "a"},
+                {"voiceId": str(voice.pk), "text": "b", "playAfter": play_after},
+            ],
+        )
+    assert not Draft.objects.exists()
+
+
+def test_voice_draft_values_are_stored_without_surrounding_whitespace(ctx, make_voice):
+    voice = make_voice()
+    call(
+        CREATE_VOICE_DRAFT,
+        ctx,
+        tracks=[
+            {"voiceId": f" {voice.pk} ", "text": "  Hello!\n"},
+            {"voiceId": str(voice.pk), "text": "Bye.", "playAfter": "0\n"},
+        ],
+    )
+    tracks = Draft.objects.get().payload["tracks"]
+    assert [(t["text"], t["playAfter"]) for t in tracks] == [("Hello!", "start"), ("Bye.", "0")]
+
+
+def test_the_first_track_cannot_follow_a_previous_one(ctx, make_voice):
+    voice = make_voice()
+    with pytest.raises(ToolError, match=r"tracks\[0\]\.playAfter='previous'"):
+        call(
+            CREATE_VOICE_DRAFT,
+            ctx,
+            tracks=[{"voiceId": str(voice.pk), "text": "a", "playAfter": "previous"}],
+        )
+
+
+@pytest.mark.parametrize(
+    ("tool", "arguments"),
+    [
+        (CREATE_VOICE_DRAFT, {"tracks": [{"voiceId": "1", "text": "   "}]}),
+        (CREATE_MUSIC_DRAFT, {"prompt": "     \n  "}),
+        (CREATE_SFX_DRAFT, {"prompts": [{"description": " \t "}]}),
+    ],
+)
+def test_blank_text_is_refused(ctx, tool, arguments):
+    with pytest.raises(ValidationError, match="at least"):
+        call(tool, ctx, **arguments)
+    assert not Draft.objects.exists()
+
+
 def test_music_draft_defaults_to_the_ads_duration_and_counts_versions(ctx):
     first = call(CREATE_MUSIC_DRAFT, ctx, prompt="calm acoustic guitar")
     second_ctx = ToolContext(ad=ctx.ad, run_id=ctx.run_id, tool_call_id="2:call_b")
