@@ -67,8 +67,14 @@ class DraftAdmin(admin.ModelAdmin):
     ]
     actions = ["activate"]
 
-    # Drafts are immutable records: created by the agent, changed only by activation.
+    # Drafts are immutable records: created by the agent, changed only by activation, and
+    # never deleted alone (its number would be given again, and the conversation's tool
+    # results and events that name it would point at another draft). Deleting the ad
+    # deletes them all.
     def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_delete_permission(self, request, obj=None) -> bool:
         return False
 
     @admin.display(description="Version", ordering="version")

@@ -239,3 +239,18 @@ def test_stats_page_renders_for_staff_only(client, staff_user, user, objects):
 
     client.force_login(user)
     assert client.get(reverse("admin:agent-stats")).status_code == 302
+
+
+def test_staff_cannot_delete_a_draft(client, staff_user, ad):
+    draft, _ = draft_create(ad=ad, kind="music", payload={})
+    client.force_login(staff_user)
+
+    page = client.get(reverse("admin:drafts_draft_delete", args=[draft.pk]))
+    bulk = client.post(
+        reverse("admin:drafts_draft_changelist"),
+        {"action": "delete_selected", "_selected_action": [str(draft.pk)], "post": "yes"},
+    )
+
+    assert page.status_code == 403
+    assert bulk.status_code in (200, 302)  # the action is not offered: nothing happens
+    assert Draft.objects.filter(pk=draft.pk).exists()
