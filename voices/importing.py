@@ -73,7 +73,39 @@ _MAX_LENGTHS = {
 _LABEL_FIELDS = ("accent", "age", "style", "use_case")
 _url_validator = URLValidator(schemes=["http", "https"])
 _WS = re.compile(r"[ \t\n\r]*")
-_decoder = json.JSONDecoder()
+
+
+def _not_json(constant: str) -> None:
+    """``NaN`` and ``Infinity``: Python's decoder accepts them, JSON and PostgreSQL do not."""
+    raise ValueError(f"{constant} is not a JSON value")
+
+
+_decoder = json.JSONDecoder(parse_constant=_not_json)
+
+
+def _decode_problem(exc: ValueError | RecursionError) -> str:
+    """What a decoder error other than a syntax error says is wrong, in a few words."""
+    if isinstance(exc, RecursionError):
+        return "values nested too deeply"
+    if "integer string conversion" in str(exc):
+        return "a number with too many digits"
+    return str(exc)
+
+
+def _has_nul(value: Any) -> bool:
+    """Whether a NUL character, which PostgreSQL refuses in text, is anywhere in ``value``."""
+    pending = [value]
+    while pending:  # a loop, not recursion: metadata may nest as deep as the decoder allows
+        item = pending.pop()
+        if isinstance(item, str):
+            if "\x00" in item:
+                return True
+        elif isinstance(item, dict):
+            pending.extend(item.keys())
+            pending.extend(item.values())
+        elif isinstance(item, list):
+            pending.extend(item)
+    return False
 
 
 class CatalogueFileError(Exception):
@@ -230,6 +262,11 @@ class JsonReader(CatalogueReader):
                 raise json.JSONDecodeError("Extra data after the voices", text, end)
         except json.JSONDecodeError as exc:
             raise self._error(exc) from None
+        except (ValueError, RecursionError) as exc:
+            line = text.count("\n", 0, self._pos) + 1
+            raise CatalogueFileError(
+                f"{self.path} is not valid JSON: {_decode_problem(exc)}, after line {line}."
+            ) from None
         self._pos = len(text)
 
     def _array(self, text: str, pos: int, kind: str, convert) -> Iterator[Record]:
@@ -430,9 +467,11 @@ class CsvReader(CatalogueReader):
             raw_metadata = data.get("metadata", "")
             if raw_metadata.strip():
                 try:
-                    data["metadata"] = json.loads(raw_metadata)
+                    data["metadata"] = _decoder.decode(raw_metadata)
                 except json.JSONDecodeError as exc:
                     data["metadata"] = _BadJson(exc.msg)
+                except (ValueError, RecursionError) as exc:
+                    data["metadata"] = _BadJson(_decode_problem(exc))
             else:
                 data.pop("metadata", None)
             yield Record(position, data)
@@ -486,6 +525,9 @@ class RowValidator:
                 continue
             raw = data.get(name)
             if raw is None:
+                values[name] = ""
+            elif isinstance(raw, str) and "\x00" in raw:
+                fail(name, "contains a NUL character")
                 values[name] = ""
             elif isinstance(raw, str):
                 values[name] = raw.strip()
@@ -541,6 +583,8 @@ class RowValidator:
             metadata = {}
         elif not isinstance(metadata, dict):
             fail("metadata", f"expected a JSON object, got {_kind(metadata)}")
+        elif _has_nul(metadata):
+            fail("metadata", "contains a NUL character")
         values["metadata"] = metadata if isinstance(metadata, dict) else {}
 
         if errors:

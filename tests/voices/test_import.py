@@ -361,6 +361,42 @@ def test_invalid_json_names_line_and_column(write_text):
     assert not Voice.objects.exists()
 
 
+@pytest.mark.parametrize(
+    ("value", "says"),
+    [
+        ("NaN", "NaN is not a JSON value"),
+        ("-Infinity", "-Infinity is not a JSON value"),
+        ("1" * 5000, "a number with too many digits"),
+        ("[" * 100_000 + "]" * 100_000, "values nested too deeply"),
+    ],
+    ids=["nan", "infinity", "5000 digits", "nested 100000 deep"],
+)
+def test_json_python_reads_but_postgresql_refuses_is_named(write_text, value, says):
+    bad = f'{{"provider": "a", "metadata": {{"x": {value}}}}}'
+    path = write_text(f"[\n{json.dumps(THAI)},\n{bad}\n]\n", "v.json")
+
+    assert fail(path) == f"{path} is not valid JSON: {says}, after line 2."
+    assert not Voice.objects.exists()
+
+
+def test_nul_characters_are_named_per_row_and_field(write_json, write_text):
+    other = {**BRAZIL, "provider_voice_id": "pt-2", "metadata": {"k": "\x00"}}
+    path = write_json([THAI, {**BRAZIL, "name": "Ana\x00"}, other])
+    csv_path = write_text(
+        "provider,provider_voice_id,name,language,gender,metadata\n"
+        'acme,c1,Ana,pt,female,"{""x"": NaN}"\n'
+    )
+
+    message = fail(path)
+    dry_run = fail(path, "--dry-run")
+
+    assert "line 3 (voice 2), field 'name': contains a NUL character" in message
+    assert "line 4 (voice 3), field 'metadata': contains a NUL character" in message
+    assert "contains a NUL character" in dry_run
+    assert "field 'metadata': is not valid JSON (NaN is not a JSON value)" in fail(csv_path)
+    assert not Voice.objects.exists()
+
+
 def test_trailing_garbage_after_json_list(write_json, tmp_path):
     path = write_json([THAI])
     path.write_text(path.read_text() + "]\n")
