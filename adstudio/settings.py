@@ -289,7 +289,12 @@ def _provider_name(name: str, source: str) -> str:
 
 
 def _provider_routes(name: str, default: dict[str, str]) -> dict[str, str]:
-    """``th=qwen,zh=kimi,es:MX=openai,default=openai``: language[:MARKET]=provider."""
+    """``th=qwen,zh=kimi,es:MX=openai,default=openai``: language[:MARKET]=provider.
+
+    A language may be spelled any way the catalogue accepts (``Thai``, ``th-TH``): it is
+    stored as the code ads carry, or no ad would ever match it."""
+    from voices.languages import UnknownLanguage, normalise_language
+
     items = env_list(name, [])
     if not items:
         return default
@@ -303,6 +308,11 @@ def _provider_routes(name: str, default: dict[str, str]) -> dict[str, str]:
                 "(e.g. th=qwen,zh=kimi,default=openai)."
             )
         language = language.strip().lower()
+        if language != "default":
+            try:
+                language = normalise_language(language).code
+            except UnknownLanguage as exc:
+                raise ImproperlyConfigured(f"{name}: {item!r}: {exc}") from None
         route_key = f"{language}:{market.strip().upper()}" if market.strip() else language
         routes[route_key] = _provider_name(provider.strip().lower(), name)
     routes.setdefault("default", "openai")

@@ -16,7 +16,15 @@ def test_routes_from_env_with_markets_and_an_implicit_default(monkeypatch):
     assert routes == {"th": "qwen", "zh": "kimi", "es:MX": "openai", "default": "openai"}
 
 
-@pytest.mark.parametrize("value", ["th", "th=", "=qwen", "th=claude"])
+def test_route_languages_are_stored_as_the_codes_ads_carry(monkeypatch):
+    monkeypatch.setenv("ADSTUDIO_PROVIDER_ROUTES", "Thai=qwen, zh-Hant:TW=kimi")
+
+    routes = project_settings._provider_routes("ADSTUDIO_PROVIDER_ROUTES", {})
+
+    assert routes == {"th": "qwen", "zh:TW": "kimi", "default": "openai"}
+
+
+@pytest.mark.parametrize("value", ["th", "th=", "=qwen", "th=claude", "elvish=qwen"])
 def test_malformed_routes_are_refused_with_the_variable_named(monkeypatch, value):
     monkeypatch.setenv("ADSTUDIO_PROVIDER_ROUTES", value)
 
