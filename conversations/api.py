@@ -230,6 +230,14 @@ class EventsPageSerializer(serializers.Serializer):
     lastSeq = serializers.IntegerField()
 
 
+class ServerSentEventSerializer(serializers.Serializer):
+    """One event of the stream, as an EventSource hands it over."""
+
+    id = serializers.CharField(help_text="The event's seq: where a reconnection resumes.")
+    event = serializers.CharField(help_text="The event's type, e.g. tool_call.finished.")
+    data = serializers.CharField(help_text="The event as JSON, as in the JSON page's events.")
+
+
 class MessageSerializer(serializers.ModelSerializer):
     parts = serializers.SerializerMethodField()
     runId = serializers.UUIDField(source="run_id", allow_null=True)
@@ -420,7 +428,7 @@ class RunEventsView(APIView):
         ],
         responses={
             (200, "application/json"): EventsPageSerializer,
-            (200, "text/event-stream"): OpenApiTypes.STR,
+            (200, "text/event-stream"): ServerSentEventSerializer,
             204: OpenApiResponse(
                 description="Event stream only: the run has finished and no event comes "
                 "after the one asked for (an EventSource stops reconnecting)."
