@@ -136,7 +136,8 @@ class AnthropicProvider:
             raise TransientError(
                 f"SDK error: {self._scrub(str(exc))}", provider=self.name
             ) from None
-        except ValueError as exc:  # a body or event that is not JSON
+        # A body or event that is not JSON (ValueError), or JSON of the wrong shape.
+        except (ValueError, TypeError, AttributeError, KeyError, IndexError) as exc:
             raise TransientError(
                 f"malformed response ({type(exc).__name__}: {self._scrub(str(exc))[:200]})",
                 provider=self.name,

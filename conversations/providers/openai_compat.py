@@ -113,7 +113,9 @@ class OpenAICompatProvider:
             raise TransientError(
                 f"SDK error: {self._scrub(str(exc))}", provider=self.name
             ) from None
-        except ValueError as exc:  # a body or chunk that is not JSON
+        # A body or chunk that is not JSON (ValueError), or JSON of the wrong shape: a list
+        # where an object belongs, a number where a list does.
+        except (ValueError, TypeError, AttributeError, KeyError, IndexError) as exc:
             raise TransientError(
                 f"malformed response ({type(exc).__name__}: {self._scrub(str(exc))[:200]})",
                 provider=self.name,

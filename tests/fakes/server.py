@@ -82,6 +82,7 @@ class Turn:
     cut_after: int | None = None  # drop the connection after this many chunks
     reset: bool = False  # reset the connection (TCP RST) instead of answering
     error_after: int | None = None  # send stream_error after this many chunks
+    bad_chunk: Any = None  # sent as the second chunk, as is (e.g. {"choices": 5})
     stream_error: dict[str, Any] | None = None
 
     @property
@@ -392,6 +393,8 @@ class _Handler(BaseHTTPRequestHandler):
                 self._event({"error": error})
                 self._end()
                 return
+            if reply.bad_chunk is not None and sent == 1:
+                self._event(reply.bad_chunk)
             self._event(chunk)
         self._write_chunk(b"data: [DONE]\n\n")
         self._end()

@@ -80,6 +80,22 @@ FAULTS = [
     ),
     ("a connection reset every time", [turn(reset=True)] * 3, "failed", "transient"),
     (
+        "a stream chunk of the wrong shape, then success",
+        [turn(tool_calls=[MUSIC], bad_chunk={"choices": 5}), turn(tool_calls=[MUSIC]), DONE],
+        "succeeded",
+        None,
+    ),
+    (
+        "stream chunks of the wrong shape every time",
+        [
+            turn(bad_chunk={"choices": [{"delta": "x"}]}),
+            turn(bad_chunk={"choices": [{"delta": {"tool_calls": 5}}]}),
+            turn(bad_chunk={"choices": [{"delta": {"tool_calls": [{"function": "x"}]}}]}),
+        ],
+        "failed",
+        "transient",
+    ),
+    (
         "a stream cut mid tool call",
         [turn(tool_calls=[MUSIC], cut_after=2), turn(tool_calls=[MUSIC]), DONE],
         "succeeded",
