@@ -361,7 +361,6 @@ def _model_step(state: RunState, *, final: bool = False) -> RunTools | Final | S
             logger.warning("could not record the failed model calls of run %s", run.pk)
         raise
     text_stream.flush()
-    usage = response.usage  # adapters estimate it (exact=False) when the provider sent none
     message = storable_reply(response.message)
     truncated = response.stop_reason == StopReason.MAX_TOKENS and message.tool_calls
     if final or truncated:
@@ -381,20 +380,9 @@ def _model_step(state: RunState, *, final: bool = False) -> RunTools | Final | S
         extra = {}
     # The model calls, the message, the run's counters and the events: one write.
     row = _append(state, message, extra=extra)
-    # This worker is the run's only writer of its counters: they are counted here and
-    # written as values.
     run.rounds += 1
     run.provider, run.model = response.provider, response.model
-    run.prompt_tokens += usage.prompt_tokens
-    run.completion_tokens += usage.completion_tokens
-    run.cached_tokens += usage.cached_prompt_tokens
-    run.cost += usage_cost(model=response.model, usage=usage)
-    run.cost_exact = run.cost_exact and usage.exact
-    state.batch.update(
-        Run,
-        run.pk,
-        **{name: getattr(run, name) for name in _RUN_COUNTERS},
-    )
+    _count_usage(state, response)
     events = []
     if message.text and not text_stream.sent_any:
         events.append((RunEventType.TEXT, {"text": message.text}))
@@ -495,6 +483,19 @@ def _run_tools(state: RunState, step: RunTools) -> None:
 # --- Model call helpers ----------------------------------------------------------------
 
 
+def _count_usage(state: RunState, response: ModelResponse) -> None:
+    """Add what a model call cost to the run's counters, written with the step. This
+    worker is the run's only writer of its counters: they are counted here and written as
+    values. Adapters estimate the usage (``exact=False``) when the provider sent none."""
+    run, usage = state.run, response.usage
+    run.prompt_tokens += usage.prompt_tokens
+    run.completion_tokens += usage.completion_tokens
+    run.cached_tokens += usage.cached_prompt_tokens
+    run.cost += usage_cost(model=response.model, usage=usage)
+    run.cost_exact = run.cost_exact and usage.exact
+    state.batch.update(Run, run.pk, **{name: getattr(run, name) for name in _RUN_COUNTERS})
+
+
 class _TextEvents:
     """Turns streamed text deltas into a few progress events, not one per token."""
 
@@ -575,12 +576,16 @@ def _summarise_if_needed(state: RunState) -> None:
                     _model_call(state.run, round_no, attempt)
                 ),
             )
-        summary = response.message.text.strip()
     except ProviderError:
+        # The older turns stay in this request, over the budget, rather than be dropped
+        # unsummarised for good; the next turn tries the summary again.
         logger.warning(
-            "summary failed for conversation %s; older turns dropped", state.conversation.pk
+            "summary failed for conversation %s; this request carries the whole history",
+            state.conversation.pk,
         )
-        summary = state.conversation.summary
+        return
+    summary = response.message.text.strip()
+    _count_usage(state, response)
     upto = older[-1][-1].seq
     state.batch.update(
         Conversation,

@@ -521,7 +521,8 @@ def test_twenty_concurrent_draft_writes_get_versions_one_to_twenty(en_ad):
     assert versions == list(range(1, 21))
 
 
-def test_a_long_conversation_is_summarised_and_sent_within_budget(fake_providers, en_ad, settings):
+def _sixty_turns(ad, settings):
+    """A conversation of 60 music iterations (242 messages), far over a 2,000-token budget."""
     from conversations.models import Conversation
     from conversations.providers.base import (
         AssistantMessage,
@@ -529,10 +530,10 @@ def test_a_long_conversation_is_summarised_and_sent_within_budget(fake_providers
         ToolResultMessage,
         UserMessage,
     )
-    from conversations.tokens import count_tokens, message_tokens
+    from conversations.tokens import message_tokens
 
     settings.ADSTUDIO_CONTEXT_BUDGET_TOKENS = 2000
-    conversation = Conversation.objects.create(ad=en_ad)
+    conversation = Conversation.objects.create(ad=ad)
     seq = 0
 
     def add(message, **fields):
@@ -581,6 +582,13 @@ def test_a_long_conversation_is_summarised_and_sent_within_budget(fake_providers
             role="assistant",
             text=f"Music v{n + 1} done.",
         )
+    return conversation
+
+
+def test_a_long_conversation_is_summarised_and_sent_within_budget(fake_providers, en_ad, settings):
+    from conversations.tokens import count_tokens
+
+    conversation = _sixty_turns(en_ad, settings)
     fake_providers.script(
         turn("The user iterated on music 60 times, last at 159 bpm."), turn("Noted.")
     )
@@ -620,3 +628,25 @@ def test_a_long_conversation_is_summarised_and_sent_within_budget(fake_providers
     assert first_kept.role == "user"
     # everything stays in the database for staff
     assert Message.objects.filter(conversation=conversation).count() == 242
+    # the summary's call is counted in the run's tokens and cost, as the answer's is
+    calls = ModelCall.objects.filter(run=run)
+    assert calls.count() == 2
+    assert run.prompt_tokens == sum(c.prompt_tokens for c in calls) > 0
+    assert run.completion_tokens == sum(c.completion_tokens for c in calls) > 0
+
+
+def test_a_failed_summary_keeps_the_older_turns_for_the_next_try(fake_providers, en_ad, settings):
+    settings.ADSTUDIO_PROVIDER_FALLBACKS = []
+    conversation = _sixty_turns(en_ad, settings)
+    fake_providers.script(
+        error_turn(400, {"error": {"message": "bad request", "type": "invalid_request_error"}}),
+        turn("Noted."),
+    )
+
+    run = run_of(send_message(conversation=conversation, text="What did we settle on?"))
+
+    assert run.status == "succeeded", run.error_message
+    main_request = fake_providers.requests[-1]
+    assert "Turn 0:" in main_request["messages"][1]["content"]  # nothing dropped
+    conversation.refresh_from_db()
+    assert (conversation.summary, conversation.summary_upto_seq) == ("", 0)
