@@ -128,10 +128,16 @@ class RunState:
     batch: Batch = field(default_factory=lambda: Batch(durable=False))
     # What comes after the step being written, when it was decided with its writes.
     planned: CallModel | Stop | None = None
+    # time.monotonic() after which no new step starts: the task's soft time limit, which
+    # Celery's threads pool does not enforce itself.
+    deadline: float = float("inf")
 
     @property
     def ad(self):
         return self.conversation.ad
+
+
+_TOO_LONG = "The run took too long (ADSTUDIO_TASK_SOFT_TIME_LIMIT) and was stopped."
 
 
 def run_agent(run_id: uuid.UUID | str) -> None:
@@ -154,16 +160,18 @@ def _run_agent(run_id: uuid.UUID | str) -> None:
         interval=settings.ADSTUDIO_HEARTBEAT_INTERVAL,
         cancelled=claim.cancel_requested,
     )
+    deadline = time.monotonic() + settings.CELERY_TASK_SOFT_TIME_LIMIT
     try:
         with heartbeat:
             state = _load_state(run, heartbeat, claim.events)
+            state.deadline = deadline
             outcome = _drive(state)
     except providers.ProviderUnavailable as exc:
         outcome = Stop(RunStatus.FAILED, StopCause.ERROR, "provider_unavailable", str(exc))
     except ProviderError as exc:
         outcome = Stop(RunStatus.FAILED, StopCause.ERROR, exc.code, str(exc))
     except SoftTimeLimitExceeded:
-        outcome = Stop(RunStatus.FAILED, StopCause.ERROR, "timeout", "The run took too long.")
+        outcome = Stop(RunStatus.FAILED, StopCause.ERROR, "timeout", _TOO_LONG)
     except Exception:
         logger.exception("run %s failed", run.pk)
         outcome = Stop(
@@ -297,6 +305,8 @@ def _plan_next(state: RunState) -> CallModel | Stop:
     is staged with the writes in progress, so it costs no statement of its own."""
     if state.heartbeat.cancel_requested:
         return Stop(RunStatus.CANCELLED, StopCause.CANCELLED)
+    if time.monotonic() >= state.deadline:
+        return Stop(RunStatus.FAILED, StopCause.ERROR, "timeout", _TOO_LONG)
     spent = state.run.prompt_tokens + state.run.completion_tokens
     if spent >= settings.ADSTUDIO_RUN_TOKEN_BUDGET:
         return Stop(

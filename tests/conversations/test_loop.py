@@ -254,6 +254,21 @@ def test_provider_failure_ends_the_run_failed_with_a_readable_error(
     assert Message.objects.filter(conversation=run.conversation, role="user").count() == 1
 
 
+def test_a_run_past_the_soft_time_limit_stops_before_its_next_step(fake_providers, en_ad, settings):
+    # Celery's threads pool enforces no time limit: the loop does, between steps
+    settings.CELERY_TASK_SOFT_TIME_LIMIT = 0.5
+    fake_providers.script(
+        turn(tool_calls=[call("create_music_draft", {"prompt": "slow jazz"})], delay=0.8)
+    )
+
+    run = run_of(start_generation(ad=en_ad))
+
+    assert (run.status, run.error_code) == ("failed", "timeout")
+    assert "ADSTUDIO_TASK_SOFT_TIME_LIMIT" in run.error_message
+    assert Draft.objects.filter(ad=en_ad, kind="music").count() == 1  # the step it was in
+    assert ModelCall.objects.filter(run=run).count() == 1
+
+
 def test_a_failed_run_that_staff_requeue_runs_again_and_continues_its_events(
     fake_providers, en_ad, settings, voices
 ):
