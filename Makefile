@@ -30,8 +30,9 @@ run: $(STAMP)
 	$(PY) manage.py migrate --noinput
 	DEBUG=$${DEBUG:-1} $(PY) manage.py setup_demo
 	@if [ -n "$$CELERY_BROKER_URL" ]; then \
-	  trap 'kill 0' EXIT INT TERM; \
-	  $(VENV)/bin/celery -A adstudio worker --pool threads --concurrency 8 --loglevel INFO & \
+	  trap 'kill 0' EXIT INT TERM; mkdir -p var; \
+	  $(VENV)/bin/celery -A adstudio worker --beat --schedule var/celerybeat-schedule \
+	    --pool threads --concurrency 8 --loglevel INFO & \
 	  DEBUG=$${DEBUG:-1} $(PY) manage.py runserver $${PORT:-8000}; \
 	else \
 	  DEBUG=$${DEBUG:-1} $(PY) manage.py runserver $${PORT:-8000}; \
