@@ -361,7 +361,10 @@ def _model_step(state: RunState, *, final: bool = False) -> RunTools | Final | S
             response = providers.generate(
                 request,
                 route=state.route,
-                on_attempt=lambda attempt: state.batch.insert(_model_call(run, round_no, attempt)),
+                on_attempt=lambda attempt: (
+                    text_stream.attempt_ended(failed=attempt.error is not None),
+                    state.batch.insert(_model_call(run, round_no, attempt)),
+                ),
                 on_text=text_stream.add,
             )
     except Exception:
@@ -507,13 +510,25 @@ def _count_usage(state: RunState, response: ModelResponse) -> None:
 
 
 class _TextEvents:
-    """Turns streamed text deltas into a few progress events, not one per token."""
+    """Turns streamed text deltas into a few progress events, not one per token.
+
+    A failed attempt's text is not the reply: what is still buffered is dropped, and if
+    some was sent, a ``text`` event with ``reset`` tells clients to drop it too."""
 
     def __init__(self, events: EventLog) -> None:
         self.events = events
         self.buffer: list[str] = []
         self.last = time.monotonic()
         self.sent_any = False
+        self.sent_this_attempt = False
+
+    def attempt_ended(self, *, failed: bool) -> None:
+        if failed:
+            self.buffer.clear()
+            if self.sent_this_attempt:
+                self.events.append((RunEventType.TEXT, {"reset": True}))
+                self.sent_any = False
+        self.sent_this_attempt = False
 
     def add(self, delta: str) -> None:
         self.buffer.append(delta.replace("\x00", "\ufffd"))  # PostgreSQL refuses NUL
@@ -524,7 +539,7 @@ class _TextEvents:
         if self.buffer:
             self.events.append((RunEventType.TEXT, {"delta": "".join(self.buffer)}))
             self.buffer.clear()
-            self.sent_any = True
+            self.sent_any = self.sent_this_attempt = True
         self.last = time.monotonic()
 
 

@@ -315,3 +315,23 @@ def test_nul_characters_and_a_tool_name_too_long_for_its_column_are_stored(fake_
     assert result.is_error and "nknown tool" in result.text
     assert result.name == made_up[:64] and result.tool_call_id == "call\ufffd1"
     assert_invariants(run)
+
+
+def test_text_streamed_by_a_failed_attempt_is_reset_for_clients(
+    fake_providers, make_ad, monkeypatch
+):
+    from conversations import loop
+    from conversations.models import RunEvent
+
+    monkeypatch.setattr(loop, "TEXT_EVENT_INTERVAL", 0)  # every delta is sent at once
+    fake_providers.script(turn("Music v1 is ready.", cut_after=3), turn("Music v1 is ready."))
+
+    run = start_generation(ad=make_ad(language="en"))
+
+    run.refresh_from_db()
+    assert run.status == "succeeded", run.error_message
+    texts = [e.data for e in RunEvent.objects.filter(run=run, type="text").order_by("seq")]
+    assert {"reset": True} in texts
+    after_reset = texts[len(texts) - texts[::-1].index({"reset": True}) :]
+    assert "".join(t["delta"] for t in after_reset) == "Music v1 is ready."
+    assert run.final_message == "Music v1 is ready."
