@@ -171,8 +171,8 @@ class RunAdmin(admin.ModelAdmin):
         if skipped:
             self.message_user(
                 request,
-                f"Skipped {len(skipped)} run(s) that succeeded, were cancelled or are "
-                f"running: {', '.join(skipped)}.",
+                f"Skipped {len(skipped)} run(s) that succeeded, were cancelled, are running "
+                f"or have a later turn in their conversation: {', '.join(skipped)}.",
                 messages.WARNING,
             )
 

@@ -330,6 +330,8 @@ def _resume_point(state: RunState) -> RunTools | Final | None:
     if assistant is None:
         return None
     answered = {r.tool_call_id for r in own if r.role == Role.TOOL and r.seq > assistant.seq}
+    if (assistant.provider_data or {}).get("stopped_by"):
+        return None  # a reply cut short is no answer: ask the model again
     if not assistant.tool_calls:
         return Final(text=assistant.text) if assistant is own[-1] else None
     message = row_to_message(assistant)
@@ -375,14 +377,19 @@ def _model_step(state: RunState, *, final: bool = False) -> RunTools | Final | S
         raise
     text_stream.flush()
     message = storable_reply(response.message)
+    # Calls of a reply cut off at its token limit, or stopped by the content filter, are
+    # not run, now or when the run is requeued: they are kept for staff only.
     truncated = response.stop_reason == StopReason.MAX_TOKENS and message.tool_calls
-    if final or truncated:
+    filtered = response.stop_reason == StopReason.CONTENT_FILTER and message.tool_calls
+    if final or truncated or filtered:
         # No tool runs now: keep the calls for staff, out of the replayed history.
         extra = (
             {
                 "provider_data": {
                     **message.provider_data,
                     "dropped_tool_calls": tool_calls_to_json(message.tool_calls),
+                    # cut short: no answer, so a requeued run asks the model again
+                    **({"stopped_by": response.stop_reason.value} if not final else {}),
                 }
             }
             if message.tool_calls

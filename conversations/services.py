@@ -534,8 +534,9 @@ def run_cancel(*, run: Run) -> Run:
 
 def run_requeue(*, run: Run) -> bool:
     """Queue a failed run, or one whose worker died, again; it resumes from its last
-    persisted step. Returns False for a run that cannot be requeued (succeeded,
-    cancelled, or running with a live worker)."""
+    persisted step. Returns False for a run that cannot be requeued: succeeded,
+    cancelled, running with a live worker, or failed with a later turn of its
+    conversation sent since (it would be answered out of order)."""
     now = timezone.now()
     with transaction.atomic():
         locked = _lock_with_conversation(run.pk)
@@ -544,6 +545,11 @@ def run_requeue(*, run: Run) -> bool:
         run = locked.run
         stuck = run.status == RunStatus.RUNNING and not _is_fresh(run, now)
         if not (run.status in (RunStatus.FAILED, RunStatus.QUEUED) or stuck):
+            return False
+        later = Run.objects.filter(
+            conversation_id=run.conversation_id, created_at__gt=run.created_at
+        )
+        if run.status == RunStatus.FAILED and later.exists():
             return False
         if run.status == RunStatus.FAILED:
             # Its usage was added to the conversation when it failed; it is added again,

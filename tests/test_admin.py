@@ -209,7 +209,10 @@ def test_requeue_action_requeues_failed_runs_only(client, staff_user, ad, settin
         prompt_tokens=100,
     )
     done = Run.objects.create(
-        conversation=conversation, input_text="y", status="succeeded", finished_at=timezone.now()
+        conversation=Conversation.objects.create(ad=ad),
+        input_text="y",
+        status="succeeded",
+        finished_at=timezone.now(),
     )
     client.force_login(staff_user)
 

@@ -269,6 +269,58 @@ def test_a_run_past_the_soft_time_limit_stops_before_its_next_step(fake_provider
     assert ModelCall.objects.filter(run=run).count() == 1
 
 
+@pytest.mark.parametrize(
+    ("finish_reason", "code"), [("length", "max_tokens"), ("content_filter", "content_filtered")]
+)
+def test_a_reply_cut_short_runs_none_of_its_calls_even_when_requeued(
+    fake_providers, en_ad, settings, finish_reason, code
+):
+    from conversations.services import run_requeue
+
+    settings.ADSTUDIO_PROVIDER_FALLBACKS = []
+    music = call("create_music_draft", {"prompt": "warm pop"})
+    fake_providers.script(turn("Here is", tool_calls=[music], finish_reason=finish_reason))
+    run = run_of(start_generation(ad=en_ad))
+    assert (run.status, run.error_code) == ("failed", code)
+
+    fake_providers.script(turn("Music later."))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr("conversations.services.run_enqueue", lambda run_id: None)
+        assert run_requeue(run=run)
+    run_agent(run.pk)
+
+    run = run_of(run)
+    assert (run.status, run.final_message) == ("succeeded", "Music later.")  # asked again
+    assert not Draft.objects.filter(ad=en_ad).exists()  # the cut-short call never ran
+    assert ModelCall.objects.filter(run=run).count() == 2
+
+
+def test_a_failed_run_is_not_requeued_behind_a_later_turn(en_ad):
+    from conversations.models import Conversation, RunStatus
+    from conversations.services import run_requeue
+
+    conversation = Conversation.objects.create(ad=en_ad)
+    failed = Run.objects.create(
+        conversation=conversation,
+        input_text="first",
+        status=RunStatus.FAILED,
+        finished_at=timezone.now(),
+    )
+    alone = Run.objects.create(
+        conversation=Conversation.objects.create(ad=en_ad),
+        input_text="elsewhere",
+        status=RunStatus.FAILED,
+        finished_at=timezone.now(),
+    )
+    Run.objects.create(conversation=conversation, input_text="second")
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr("conversations.services.run_enqueue", lambda run_id: None)
+        assert not run_requeue(run=failed)
+        assert run_requeue(run=alone)
+    assert Run.objects.get(pk=failed.pk).status == RunStatus.FAILED
+
+
 def test_a_failed_run_that_staff_requeue_runs_again_and_continues_its_events(
     fake_providers, en_ad, settings, voices
 ):
