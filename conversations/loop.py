@@ -223,7 +223,8 @@ def _load_state(run: Run, heartbeat: Heartbeat, events: EventLog) -> RunState:
             state.failures[row.name] += 1
     if not any(r.run_id == run.pk and r.role == Role.USER for r in rows):
         _append(state, UserMessage(text=run.input_text))
-    _summarise_if_needed(state)
+    if not heartbeat.cancel_requested:  # a cancelled run calls no model, not even this
+        _summarise_if_needed(state)
     state.messages = _messages_from(state)
     return state
 
@@ -285,6 +286,8 @@ def _drive(state: RunState) -> Final | Stop:
     resume = _resume_point(state)
     if isinstance(resume, Final):
         return resume
+    if state.heartbeat.cancel_requested:  # cancelled while no worker held it
+        return Stop(RunStatus.CANCELLED, StopCause.CANCELLED)
     if isinstance(resume, RunTools):
         _run_tools(state, resume)
     while True:

@@ -443,6 +443,46 @@ def test_resuming_executes_only_the_calls_without_a_result(fake_providers, en_ad
     assert tool_ids == ["c1", "c2"]
 
 
+def test_a_run_cancelled_while_its_worker_was_dead_runs_nothing_more(
+    fake_providers, en_ad, settings
+):
+    conversation = _conversation(en_ad)
+    stale = timezone.now() - timezone.timedelta(seconds=settings.ADSTUDIO_RUN_STALE_AFTER + 5)
+    run = Run.objects.create(
+        conversation=conversation,
+        input_text="a draft please",
+        status="running",
+        started_at=stale,
+        heartbeat_at=stale,
+        rounds=1,
+        cancel_requested=True,
+    )
+    Message.objects.create(
+        conversation=conversation, run=run, seq=1, role="user", text="a draft please"
+    )
+    Message.objects.create(
+        conversation=conversation,
+        run=run,
+        seq=2,
+        role="assistant",
+        tool_calls=[
+            {
+                "id": "c1",
+                "name": "create_music_draft",
+                "arguments": {"prompt": "calm piano"},
+                "raw_arguments": "{}",
+            }
+        ],
+    )
+
+    run_agent(run.pk)
+
+    run.refresh_from_db()
+    assert run.status == "cancelled"
+    assert not Draft.objects.exists()  # its pending call was not run
+    assert not ModelCall.objects.filter(run=run).exists()
+
+
 def test_a_final_answer_written_before_a_crash_just_finishes_the_run(fake_providers, en_ad):
     conversation = _conversation(en_ad)
     run = Run.objects.create(
