@@ -2,8 +2,14 @@
 
 One background thread per process stamps ``Run.heartbeat_at`` for every active run in a
 single UPDATE, so the recovery sweep can tell a slow run from a dead one, and reads the
-runs' cancellation requests in one query, so the loop can stop at its next step without
-asking the database itself. One thread and one connection, however many runs.
+runs' cancellation requests and claims in one query, so the loop can stop at its next
+step without asking the database itself. One thread and one connection, however many
+runs.
+
+A run whose heartbeats failed for longer than ``ADSTUDIO_RUN_STALE_AFTER`` (a database
+outage) is taken for dead and claimed by another worker, which raises ``Run.claims``.
+Its first worker sees the higher number at its next beat and stops the run at its next
+step without finishing it: the run is the other worker's now.
 """
 
 from __future__ import annotations
@@ -11,6 +17,7 @@ from __future__ import annotations
 import logging
 import threading
 import uuid
+from dataclasses import dataclass, field
 
 from django.db import DatabaseError, connection
 from django.utils import timezone
@@ -20,18 +27,25 @@ from conversations.models import Run, RunStatus
 logger = logging.getLogger(__name__)
 
 
+@dataclass
+class _Watched:
+    claim: int | None  # the worker's Run.claims token; None: not checked
+    cancelled: threading.Event = field(default_factory=threading.Event)
+    lost: threading.Event = field(default_factory=threading.Event)
+
+
 class _Monitor:
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._runs: dict[uuid.UUID, threading.Event] = {}
+        self._runs: dict[uuid.UUID, _Watched] = {}
         self._wake = threading.Event()
         self._thread: threading.Thread | None = None
         self.interval = 10.0
 
-    def register(self, run_id: uuid.UUID, interval: float) -> threading.Event:
-        cancelled = threading.Event()
+    def register(self, run_id: uuid.UUID, interval: float, claim: int | None) -> _Watched:
+        watched = _Watched(claim)
         with self._lock:
-            self._runs[run_id] = cancelled
+            self._runs[run_id] = watched
             if interval < self.interval:
                 self.interval = interval
                 self._wake.set()  # the thread may be sleeping a longer interval
@@ -40,7 +54,7 @@ class _Monitor:
                     target=self._beat, name="run-heartbeats", daemon=True
                 )
                 self._thread.start()
-        return cancelled
+        return watched
 
     def unregister(self, run_id: uuid.UUID) -> None:
         with self._lock:
@@ -56,12 +70,21 @@ class _Monitor:
                 if not runs:
                     continue
                 try:
-                    Run.objects.filter(pk__in=runs, status=RunStatus.RUNNING).update(
+                    held = []
+                    rows = Run.objects.filter(pk__in=runs).values_list(
+                        "pk", "claims", "cancel_requested"
+                    )
+                    for run_id, claims, cancel_requested in rows:
+                        watched = runs[run_id]
+                        if watched.claim is not None and claims != watched.claim:
+                            watched.lost.set()  # another worker took it over
+                            continue
+                        held.append(run_id)
+                        if cancel_requested:
+                            watched.cancelled.set()
+                    Run.objects.filter(pk__in=held, status=RunStatus.RUNNING).update(
                         heartbeat_at=timezone.now()
                     )
-                    cancelled = Run.objects.filter(pk__in=runs, cancel_requested=True)
-                    for run_id in cancelled.values_list("pk", flat=True):
-                        runs[run_id].set()
                 except DatabaseError:
                     # The database may be restarting; the next beat tries again.
                     logger.warning("run heartbeat failed", exc_info=True)
@@ -75,22 +98,36 @@ _monitor = _Monitor()
 
 
 class Heartbeat:
-    """While in this context, ``run_id`` is kept alive and watched for cancellation."""
+    """While in this context, ``run_id`` is kept alive and watched for cancellation, and
+    for a takeover when ``claim`` (the worker's ``Run.claims`` token) is given."""
 
-    def __init__(self, run_id: uuid.UUID, *, interval: float, cancelled: bool = False) -> None:
+    def __init__(
+        self,
+        run_id: uuid.UUID,
+        *,
+        interval: float,
+        cancelled: bool = False,
+        claim: int | None = None,
+    ) -> None:
         self.run_id = run_id
         self.interval = interval
+        self.claim = claim
         self._already_cancelled = cancelled
-        self._cancelled = threading.Event()
+        self._watched = _Watched(claim)
 
     @property
     def cancel_requested(self) -> bool:
-        return self._cancelled.is_set()
+        return self._watched.cancelled.is_set()
+
+    @property
+    def lost(self) -> bool:
+        """Whether another worker has claimed the run since this one did."""
+        return self._watched.lost.is_set()
 
     def __enter__(self) -> Heartbeat:
-        self._cancelled = _monitor.register(self.run_id, self.interval)
+        self._watched = _monitor.register(self.run_id, self.interval, self.claim)
         if self._already_cancelled:
-            self._cancelled.set()
+            self._watched.cancelled.set()
         return self
 
     def __exit__(self, *exc_info: object) -> None:

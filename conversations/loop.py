@@ -159,6 +159,7 @@ def _run_agent(run_id: uuid.UUID | str) -> None:
         run.pk,
         interval=settings.ADSTUDIO_HEARTBEAT_INTERVAL,
         cancelled=claim.cancel_requested,
+        claim=run.claims,
     )
     deadline = time.monotonic() + settings.CELERY_TASK_SOFT_TIME_LIMIT
     try:
@@ -180,12 +181,16 @@ def _run_agent(run_id: uuid.UUID | str) -> None:
             "internal_error",
             "The run failed with an internal error; staff can see the details in the logs.",
         )
+    if heartbeat.lost:  # another worker holds the run now: it is its to finish
+        logger.warning("run %s was taken over by another worker; this one stops", run.pk)
+        return
     if isinstance(outcome, Final):
         run_finish(
             run_id=run.pk,
             status=RunStatus.SUCCEEDED,
             cause=outcome.cause,
             final_message=outcome.text,
+            claim=run.claims,
         )
     else:
         run_finish(
@@ -194,6 +199,7 @@ def _run_agent(run_id: uuid.UUID | str) -> None:
             cause=outcome.cause,
             error_code=outcome.code,
             error_message=outcome.message,
+            claim=run.claims,
         )
 
 
@@ -300,12 +306,16 @@ def _drive(state: RunState) -> Final | Stop:
             return Final(text=text, cause=StopCause.MAX_ROUNDS)
         if not isinstance(step, RunTools):
             return step
+        if state.heartbeat.lost:  # taken over while it waited on the model
+            return Stop(RunStatus.FAILED, StopCause.ERROR, "taken_over", "Taken over.")
         _run_tools(state, step)
 
 
 def _plan_next(state: RunState) -> CallModel | Stop:
     """Whether the run calls the model again. A model call's ``model_call.started`` event
     is staged with the writes in progress, so it costs no statement of its own."""
+    if state.heartbeat.lost:  # _run_agent leaves the run to the worker that took it
+        return Stop(RunStatus.FAILED, StopCause.ERROR, "taken_over", "Taken over.")
     if state.heartbeat.cancel_requested:
         return Stop(RunStatus.CANCELLED, StopCause.CANCELLED)
     if time.monotonic() >= state.deadline:

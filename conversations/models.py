@@ -111,6 +111,11 @@ class Run(models.Model):
         help_text="SHA-256 of the request the idempotency key was first sent with.",
     )
     cancel_requested = models.BooleanField(default=False)
+    claims = models.PositiveIntegerField(
+        default=0,
+        help_text="How many times a worker has taken the run; the holder's token: a worker "
+        "whose run was taken over finds a higher number and stops.",
+    )
     heartbeat_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)

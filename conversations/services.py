@@ -192,7 +192,14 @@ class Claim:
     cancel_requested: bool
 
 
-_CLAIMED_FIELDS = ("status", "started_at", "heartbeat_at", "error_code", "error_message")
+_CLAIMED_FIELDS = (
+    "status",
+    "started_at",
+    "heartbeat_at",
+    "error_code",
+    "error_message",
+    "claims",
+)
 
 
 @dataclass(frozen=True)
@@ -249,6 +256,7 @@ def run_claim(*, run_id: uuid.UUID) -> Claim | None:
         run.status = RunStatus.RUNNING
         run.started_at = run.started_at or now
         run.heartbeat_at = now
+        run.claims += 1  # this worker's token: a later claim makes it stale
         if run.error_code == ENQUEUE_FAILED:
             run.error_code, run.error_message = "", ""
         events = EventLog(run, next_seq=None if resumed else 1)
@@ -346,7 +354,7 @@ def _finished_event(fields: dict) -> dict:
     }
 
 
-def _write_finish(run_id: uuid.UUID, fields: dict) -> uuid.UUID | None:
+def _write_finish(run_id: uuid.UUID, fields: dict, *, claim: int | None = None) -> uuid.UUID | None:
     """Write the finish in one statement (PostgreSQL): the run, its usage added to its
     conversation's totals (whose ``updated_at`` is its last activity) and its
     ``run.finished`` event. Returns the run's conversation, or None when the run had
@@ -354,11 +362,12 @@ def _write_finish(run_id: uuid.UUID, fields: dict) -> uuid.UUID | None:
     now = fields["finished_at"]
     with connection.cursor() as cursor:
         cursor.execute(
-            _finish_sql(),
+            _finish_sql(held=claim is not None),
             [
                 *(_prep(Run, name, fields[name]) for name in _FINISHED_FIELDS),
                 _uuid(run_id),
                 *RunStatus.finished(),
+                *([claim] if claim is not None else []),
                 _prep(Conversation, "updated_at", now),
                 RunEventType.RUN_FINISHED,
                 _prep(RunEvent, "data", _finished_event(fields)),
@@ -455,9 +464,12 @@ def run_finish(
     error_code: str = "",
     error_message: str = "",
     final_message: str = "",
+    claim: int | None = None,
 ) -> bool:
     """End the run exactly once (False if it had already ended) and start the next
-    queued run of its conversation.
+    queued run of its conversation. With ``claim`` (the worker's ``Run.claims`` token),
+    only while that worker still holds the run: one whose run was taken over by another
+    worker must not end it under that worker.
 
     On PostgreSQL this is the finish's one statement, which ends the run only if it has
     not ended yet: no lock, read or commit of its own at the end of every run."""
@@ -469,7 +481,7 @@ def run_finish(
         "final_message": final_message,
     }
     if connection.vendor == "postgresql":
-        conversation_id = _write_finish(run_id, _finished_fields(**outcome))
+        conversation_id = _write_finish(run_id, _finished_fields(**outcome), claim=claim)
         if conversation_id is None:
             return False
         _start_next_after_commit(conversation_id)
@@ -481,7 +493,7 @@ def run_finish(
         if row is None:
             return False
         run, _ = from_row(Run, row)
-        if run.status in RunStatus.finished():
+        if run.status in RunStatus.finished() or claim not in (None, run.claims):
             return False
         _finish(run, **outcome)
         return True
@@ -500,8 +512,9 @@ _USAGE_TOTALS = ("prompt_tokens", "completion_tokens", "cached_tokens", "cost")
 
 
 @cache
-def _finish_sql() -> str:
-    """``_write_finish``'s statement. Its event takes the run's next sequence number."""
+def _finish_sql(*, held: bool) -> str:
+    """``_write_finish``'s statement. Its event takes the run's next sequence number.
+    ``held``: only while the run's claims are the given token."""
     runs, conversations, events = (
         quote_name(m._meta.db_table) for m in (Run, Conversation, RunEvent)
     )
@@ -510,6 +523,7 @@ def _finish_sql() -> str:
     totals = ", ".join(f"{column} = c.{column} + f.{column}" for column in usage)
     return (
         f"WITH f AS (UPDATE {runs} SET {assignments} WHERE id = %s AND status NOT IN (%s, %s, %s) "
+        f"{'AND claims = %s ' if held else ''}"
         f"RETURNING id, conversation_id, {', '.join(usage)}), "
         f"c AS (UPDATE {conversations} c SET {totals}, updated_at = %s FROM f "
         "WHERE c.id = f.conversation_id), "

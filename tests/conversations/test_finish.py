@@ -87,3 +87,15 @@ def test_finishing_a_run_that_does_not_exist_changes_nothing(running):
 
     assert not run_finish(run_id=uuid.uuid4(), status="succeeded", cause="final_answer")
     assert RunEvent.objects.count() == 3
+
+
+def test_a_worker_whose_run_was_taken_over_cannot_finish_it(running):
+    Run.objects.filter(pk=running.pk).update(claims=2)  # a second worker claimed it
+
+    stale = run_finish(run_id=running.pk, status="failed", cause="error", claim=1)
+    holder = run_finish(run_id=running.pk, status="succeeded", cause="final_answer", claim=2)
+
+    assert not stale and holder
+    running.refresh_from_db()
+    assert running.status == "succeeded"
+    assert RunEvent.objects.filter(run=running, type="run.finished").count() == 1

@@ -9,6 +9,7 @@ import time
 
 import pytest
 from django.db import connection
+from django.db.models import F
 from django.utils import timezone
 
 from conversations.loop import run_agent
@@ -757,3 +758,29 @@ def test_a_failed_summary_keeps_the_older_turns_for_the_next_try(fake_providers,
     assert "Turn 0:" in main_request["messages"][1]["content"]  # nothing dropped
     conversation.refresh_from_db()
     assert (conversation.summary, conversation.summary_upto_seq) == ("", 0)
+
+
+def test_a_run_taken_over_by_another_worker_is_left_to_it(fake_providers, en_ad, settings):
+    """The database was out longer than the stale limit and a second worker claimed the
+    run: the first sees the higher claim, runs nothing more and does not finish it."""
+    settings.ADSTUDIO_HEARTBEAT_INTERVAL = 0.05
+    music = call("create_music_draft", {"prompt": "warm pop"})
+    fake_providers.script(turn(tool_calls=[music], delay=0.6))
+    run = Run.objects.create(conversation=_conversation(en_ad), input_text="music please")
+
+    def take_over() -> None:
+        time.sleep(0.3)  # while the first worker waits on the model
+        try:
+            Run.objects.filter(pk=run.pk).update(claims=F("claims") + 1)
+        finally:
+            connection.close()
+
+    thief = threading.Thread(target=take_over)
+    thief.start()
+    run_agent(run.pk)
+    thief.join()
+
+    run.refresh_from_db()
+    assert (run.status, run.claims) == ("running", 2)  # still the other worker's
+    assert not Draft.objects.exists()  # the step's tool call was not run
+    assert not RunEvent.objects.filter(run=run, type="run.finished").exists()
