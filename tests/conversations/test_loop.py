@@ -379,27 +379,33 @@ def _conversation(ad):
     return Conversation.objects.create(ad=ad)
 
 
-def test_resuming_executes_only_the_calls_without_a_result(fake_providers, en_ad, settings):
-    """A worker died after the first of two calls was answered: the second runs once."""
-    conversation = _conversation(en_ad)
+def _dead_workers_run(ad, settings, text: str, tool_calls: list[dict], **fields) -> Run:
+    """A running run whose worker died after the model asked for ``tool_calls``."""
+    conversation = _conversation(ad)
     stale = timezone.now() - timezone.timedelta(seconds=settings.ADSTUDIO_RUN_STALE_AFTER + 5)
     run = Run.objects.create(
         conversation=conversation,
-        input_text="two drafts please",
+        input_text=text,
         status="running",
         started_at=stale,
         heartbeat_at=stale,
         rounds=1,
+        **fields,
     )
+    Message.objects.create(conversation=conversation, run=run, seq=1, role="user", text=text)
     Message.objects.create(
-        conversation=conversation, run=run, seq=1, role="user", text="two drafts please"
+        conversation=conversation, run=run, seq=2, role="assistant", tool_calls=tool_calls
     )
-    Message.objects.create(
-        conversation=conversation,
-        run=run,
-        seq=2,
-        role="assistant",
-        tool_calls=[
+    return run
+
+
+def test_resuming_executes_only_the_calls_without_a_result(fake_providers, en_ad, settings):
+    """A worker died after the first of two calls was answered: the second runs once."""
+    run = _dead_workers_run(
+        en_ad,
+        settings,
+        "two drafts please",
+        [
             {
                 "id": "c1",
                 "name": "create_music_draft",
@@ -414,6 +420,7 @@ def test_resuming_executes_only_the_calls_without_a_result(fake_providers, en_ad
             },
         ],
     )
+    conversation = run.conversation
     Draft.objects.create(
         ad=en_ad,
         kind="music",
@@ -447,33 +454,9 @@ def test_resuming_executes_only_the_calls_without_a_result(fake_providers, en_ad
 def test_a_run_cancelled_while_its_worker_was_dead_runs_nothing_more(
     fake_providers, en_ad, settings
 ):
-    conversation = _conversation(en_ad)
-    stale = timezone.now() - timezone.timedelta(seconds=settings.ADSTUDIO_RUN_STALE_AFTER + 5)
-    run = Run.objects.create(
-        conversation=conversation,
-        input_text="a draft please",
-        status="running",
-        started_at=stale,
-        heartbeat_at=stale,
-        rounds=1,
-        cancel_requested=True,
-    )
-    Message.objects.create(
-        conversation=conversation, run=run, seq=1, role="user", text="a draft please"
-    )
-    Message.objects.create(
-        conversation=conversation,
-        run=run,
-        seq=2,
-        role="assistant",
-        tool_calls=[
-            {
-                "id": "c1",
-                "name": "create_music_draft",
-                "arguments": {"prompt": "calm piano"},
-                "raw_arguments": "{}",
-            }
-        ],
+    music = {"id": "c1", "name": "create_music_draft", "arguments": {"prompt": "calm piano"}}
+    run = _dead_workers_run(
+        en_ad, settings, "a draft please", [{**music, "raw_arguments": "{}"}], cancel_requested=True
     )
 
     run_agent(run.pk)
