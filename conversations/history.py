@@ -12,8 +12,8 @@ from __future__ import annotations
 import dataclasses
 import json
 from collections.abc import Iterable, Sequence
-from typing import Any
 
+from adstudio.storable import without_nul
 from conversations.models import Message as MessageRow
 from conversations.models import Role
 from conversations.providers.base import (
@@ -70,29 +70,19 @@ def storable_reply(message: AssistantMessage) -> AssistantMessage:
     calls = tuple(
         dataclasses.replace(
             call,
-            id=_without_nul(call.id)[:TOOL_CALL_ID_MAX],
-            name=_without_nul(call.name)[:TOOL_NAME_MAX],
-            raw_arguments=_without_nul(call.raw_arguments),
-            parse_error=_without_nul(call.parse_error),
+            id=without_nul(call.id)[:TOOL_CALL_ID_MAX],
+            name=without_nul(call.name)[:TOOL_NAME_MAX],
+            raw_arguments=without_nul(call.raw_arguments),
+            parse_error=without_nul(call.parse_error),
         )
         for call in message.tool_calls
     )
     return dataclasses.replace(
         message,
-        text=_without_nul(message.text),
+        text=without_nul(message.text),
         tool_calls=calls,
-        provider_data=_without_nul(message.provider_data),
+        provider_data=without_nul(message.provider_data),
     )
-
-
-def _without_nul(value: Any) -> Any:
-    if isinstance(value, str):
-        return value.replace("\x00", "\ufffd")
-    if isinstance(value, dict):
-        return {_without_nul(key): _without_nul(item) for key, item in value.items()}
-    if isinstance(value, list | tuple):
-        return type(value)(_without_nul(item) for item in value)
-    return value
 
 
 def tool_calls_to_json(calls: Iterable[ToolCall]) -> list[dict]:

@@ -19,6 +19,7 @@ from django.conf import settings
 from django.db import DatabaseError
 
 from adstudio.db import Batch, release_connection
+from adstudio.storable import without_nul
 from adstudio.tools import ToolContext
 from conversations import providers
 from conversations.heartbeat import Heartbeat
@@ -138,6 +139,8 @@ class RunState:
 
 
 _TOO_LONG = "The run took too long (ADSTUDIO_TASK_SOFT_TIME_LIMIT) and was stopped."
+# Never written: _run_agent leaves a run taken over to the worker that holds it now.
+_TAKEN_OVER = Stop(RunStatus.FAILED, StopCause.ERROR, "taken_over", "Taken over.")
 
 
 def run_agent(run_id: uuid.UUID | str) -> None:
@@ -307,7 +310,7 @@ def _drive(state: RunState) -> Final | Stop:
         if not isinstance(step, RunTools):
             return step
         if state.heartbeat.lost:  # taken over while it waited on the model
-            return Stop(RunStatus.FAILED, StopCause.ERROR, "taken_over", "Taken over.")
+            return _TAKEN_OVER
         _run_tools(state, step)
 
 
@@ -315,7 +318,7 @@ def _plan_next(state: RunState) -> CallModel | Stop:
     """Whether the run calls the model again. A model call's ``model_call.started`` event
     is staged with the writes in progress, so it costs no statement of its own."""
     if state.heartbeat.lost:  # _run_agent leaves the run to the worker that took it
-        return Stop(RunStatus.FAILED, StopCause.ERROR, "taken_over", "Taken over.")
+        return _TAKEN_OVER
     if state.heartbeat.cancel_requested:
         return Stop(RunStatus.CANCELLED, StopCause.CANCELLED)
     if time.monotonic() >= state.deadline:
@@ -551,7 +554,7 @@ class _TextEvents:
         self.sent_this_attempt = False
 
     def add(self, delta: str) -> None:
-        self.buffer.append(delta.replace("\x00", "\ufffd"))  # PostgreSQL refuses NUL
+        self.buffer.append(without_nul(delta))
         if time.monotonic() - self.last >= TEXT_EVENT_INTERVAL:
             self.flush()
 

@@ -560,10 +560,12 @@ def run_requeue(*, run: Run) -> bool:
         stuck = run.status == RunStatus.RUNNING and not _is_fresh(run, now)
         if not (run.status in (RunStatus.FAILED, RunStatus.QUEUED) or stuck):
             return False
-        later = Run.objects.filter(
-            conversation_id=run.conversation_id, created_at__gt=run.created_at
-        )
-        if run.status == RunStatus.FAILED and later.exists():
+        if (
+            run.status == RunStatus.FAILED
+            and Run.objects.filter(
+                conversation_id=run.conversation_id, created_at__gt=run.created_at
+            ).exists()
+        ):
             return False
         if run.status == RunStatus.FAILED:
             # Its usage was added to the conversation when it failed; it is added again,

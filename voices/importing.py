@@ -21,6 +21,7 @@ from typing import Any
 from django.core.exceptions import ValidationError
 from django.core.validators import URLValidator
 
+from adstudio.storable import NUL, has_nul
 from voices.languages import UnknownLanguage, normalise_language
 from voices.models import Gender, Voice
 
@@ -90,22 +91,6 @@ def _decode_problem(exc: ValueError | RecursionError) -> str:
     if "integer string conversion" in str(exc):
         return "a number with too many digits"
     return str(exc)
-
-
-def _has_nul(value: Any) -> bool:
-    """Whether a NUL character, which PostgreSQL refuses in text, is anywhere in ``value``."""
-    pending = [value]
-    while pending:  # a loop, not recursion: metadata may nest as deep as the decoder allows
-        item = pending.pop()
-        if isinstance(item, str):
-            if "\x00" in item:
-                return True
-        elif isinstance(item, dict):
-            pending.extend(item.keys())
-            pending.extend(item.values())
-        elif isinstance(item, list):
-            pending.extend(item)
-    return False
 
 
 class CatalogueFileError(Exception):
@@ -526,7 +511,7 @@ class RowValidator:
             raw = data.get(name)
             if raw is None:
                 values[name] = ""
-            elif isinstance(raw, str) and "\x00" in raw:
+            elif isinstance(raw, str) and NUL in raw:
                 fail(name, "contains a NUL character")
                 values[name] = ""
             elif isinstance(raw, str):
@@ -583,7 +568,7 @@ class RowValidator:
             metadata = {}
         elif not isinstance(metadata, dict):
             fail("metadata", f"expected a JSON object, got {_kind(metadata)}")
-        elif _has_nul(metadata):
+        elif has_nul(metadata):
             fail("metadata", "contains a NUL character")
         values["metadata"] = metadata if isinstance(metadata, dict) else {}
 

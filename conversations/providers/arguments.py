@@ -14,6 +14,8 @@ from typing import Any
 
 import json_repair
 
+from adstudio.storable import NUL, json_leaves, without_nul
+
 _FENCE = "```"
 
 
@@ -94,20 +96,13 @@ def _strip_fences(text: str) -> str:
 
 def _unstorable(arguments: dict[str, Any]) -> str | None:
     """What in ``arguments`` a JSON column cannot hold, if anything."""
-    pending: list[Any] = [arguments]
-    while pending:  # a loop, not recursion: the nesting may be as deep as the parser allows
-        value = pending.pop()
-        if isinstance(value, dict):
-            pending.extend(value.keys())
-            pending.extend(value.values())
-        elif isinstance(value, list):
-            pending.extend(value)
-        elif isinstance(value, float) and not math.isfinite(value):
+    for value in json_leaves(arguments):
+        if isinstance(value, float) and not math.isfinite(value):
             return "a number that is not finite (NaN or Infinity)"
-        elif isinstance(value, int) and not isinstance(value, bool):
+        if isinstance(value, int) and not isinstance(value, bool):
             if abs(value) >= _LARGEST_INTEGER:
                 return "an integer too large"
-        elif isinstance(value, str) and "\x00" in value:
+        elif isinstance(value, str) and NUL in value:
             return "a NUL character"
     return None
 
@@ -123,7 +118,7 @@ def _clip(raw: Any, limit: int = 200) -> str:
         text = raw if isinstance(raw, str) else json.dumps(raw, default=str)
     except ValueError:  # an integer of thousands of digits
         text = "(an object too large to show)"
-    text = text.replace("\x00", "\ufffd")
+    text = without_nul(text)
     return text if len(text) <= limit else text[:limit] + "..."
 
 
