@@ -137,6 +137,14 @@ class OpenAICompatProvider:
     def _stream(self, payload: dict[str, Any], accumulator: StreamAccumulator) -> str:
         response = self._post(payload, stream=True)
         request_id = _request_id(response.headers)
+        if _is_json(response.headers):
+            # Some OpenAI-compatible servers ignore "stream": true and answer with one
+            # whole chat.completion: read it as such, not as a stream with no events.
+            try:
+                response.read()
+            finally:
+                response.close()
+            return self._read_completion(response, accumulator)
         try:
             for data in sse_data(response.iter_lines()):
                 if data.startswith("[DONE]"):
@@ -166,7 +174,10 @@ class OpenAICompatProvider:
         return request_id
 
     def _complete(self, payload: dict[str, Any], accumulator: StreamAccumulator) -> str:
-        response = self._post(payload, stream=False)
+        return self._read_completion(self._post(payload, stream=False), accumulator)
+
+    def _read_completion(self, response: httpx2.Response, accumulator: StreamAccumulator) -> str:
+        """A whole chat.completion body into ``accumulator``; returns the request id."""
         request_id = _request_id(response.headers)
         data = response.json()
         if not isinstance(data, Mapping):
@@ -258,6 +269,11 @@ def sse_data(lines: Iterable[str]) -> Iterator[str]:
             data.append(value.removeprefix(" "))
     if data:
         yield "\n".join(data)
+
+
+def _is_json(headers: Mapping[str, str]) -> bool:
+    media_type = headers.get("content-type", "").split(";")[0].strip().lower()
+    return media_type == "application/json" or media_type.endswith("+json")
 
 
 def _request_id(headers: Mapping[str, str]) -> str:

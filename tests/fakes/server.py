@@ -84,6 +84,7 @@ class Turn:
     error_after: int | None = None  # send stream_error after this many chunks
     bad_chunk: Any = None  # sent as the second chunk, as is (e.g. {"choices": 5})
     stream_error: dict[str, Any] | None = None
+    ignore_stream: bool = False  # answer a streamed request with one whole chat.completion
 
     @property
     def is_error(self) -> bool:
@@ -342,7 +343,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(reply.status, payload, content_type, headers)
             return
         calls = _numbered_calls(reply, number)
-        if body.get("stream"):
+        if body.get("stream") and not reply.ignore_stream:
             self._stream(reply, body, calls, headers, number)
         else:
             self._json(200, _completion(reply, body, calls, number), headers)

@@ -121,6 +121,33 @@ def test_non_streaming_response(fake_openai):
     assert response.stop_reason is StopReason.END_TURN
 
 
+def test_a_streamed_request_answered_with_one_json_completion_is_read_as_it(fake_openai):
+    """Some OpenAI-compatible servers ignore "stream": true and send a chat.completion."""
+    fake_openai.script(
+        two_calls(ignore_stream=True, usage={"prompt_tokens": 41, "completion_tokens": 9})
+    )
+    deltas: list[str] = []
+
+    response = fake_openai.adapter("openai").generate(ask(stream=True), on_text=deltas.append)
+
+    assert fake_openai.requests[0]["stream"] is True
+    assert [(c.name, c.arguments) for c in response.message.tool_calls] == [
+        ("search_voices", SEARCH),
+        ("create_music_draft", MUSIC),
+    ]
+    assert response.stop_reason is StopReason.TOOL_CALLS
+    assert (response.usage.prompt_tokens, response.usage.completion_tokens) == (41, 9)
+    assert response.request_id == "req_fake_1"
+
+
+def test_a_streamed_request_answered_with_a_json_error_body_is_classified(fake_openai):
+    body = {"error": {"message": "model overloaded", "type": "server_error"}}
+    fake_openai.script(raw_turn(json.dumps(body), content_type="application/json; charset=utf-8"))
+
+    with pytest.raises(TransientError, match="model overloaded"):
+        fake_openai.adapter("openai").generate(ask(stream=True))
+
+
 @pytest.mark.parametrize("stream", [True, False], ids=["streamed", "whole"])
 def test_calls_reuse_one_connection(fake_openai, stream):
     # A streamed reply is read to its end, so its connection goes back to the pool:
