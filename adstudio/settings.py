@@ -319,6 +319,18 @@ def _provider_routes(name: str, default: dict[str, str]) -> dict[str, str]:
     return routes
 
 
+def _strict_tools(name: str) -> frozenset[str]:
+    """Chat-completions providers that get tools in strict mode (``openai``)."""
+    names = frozenset(_provider_name(p.lower(), name) for p in env_list(name, []))
+    if names & {"anthropic", "demo"}:
+        raise ImproperlyConfigured(
+            f"{name}: strict tools are a chat-completions option (openai, qwen, kimi); "
+            f"{', '.join(sorted(names & {'anthropic', 'demo'}))} has none."
+        )
+    return names
+
+
+_STRICT_TOOLS = _strict_tools("ADSTUDIO_STRICT_TOOLS")
 ADSTUDIO_PROVIDERS = {
     "openai": _provider_entry("OPENAI_API_KEY", "OPENAI_BASE_URL", "ADSTUDIO_OPENAI_MODEL"),
     "qwen": _provider_entry("DASHSCOPE_API_KEY", "DASHSCOPE_BASE_URL", "ADSTUDIO_QWEN_MODEL"),
@@ -327,6 +339,8 @@ ADSTUDIO_PROVIDERS = {
         "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "ADSTUDIO_ANTHROPIC_MODEL"
     ),
 }
+for _name in _STRICT_TOOLS:
+    ADSTUDIO_PROVIDERS[_name]["strict_tools"] = True
 # Language (optionally language:MARKET) -> provider; "default" for every other language.
 ADSTUDIO_PROVIDER_ROUTES = _provider_routes(
     "ADSTUDIO_PROVIDER_ROUTES",

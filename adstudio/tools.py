@@ -14,7 +14,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict, model_validator
+
+from adstudio.json_schema import lean_schema
 
 if TYPE_CHECKING:
     from adstudio.db import Batch
@@ -51,6 +53,22 @@ class ToolError(Exception):
         return result
 
 
+class ToolArgs(BaseModel):
+    """Base of the tools' argument models, for what models send in practice: stray keys
+    are ignored (failing the whole call over one costs a round), whitespace around a value
+    means nothing, and null means "not given" (providers in strict mode send null for
+    every optional field left out), so a default applies."""
+
+    model_config = ConfigDict(extra="ignore", str_strip_whitespace=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _null_is_not_given(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            return {key: value for key, value in data.items() if value is not None}
+        return data
+
+
 @dataclass(frozen=True)
 class Tool:
     name: str
@@ -62,5 +80,6 @@ class Tool:
     writes: bool = True
 
     def parameters_schema(self) -> dict[str, Any]:
-        """The JSON schema of the arguments, as sent to providers."""
-        return self.args_model.model_json_schema()
+        """The JSON schema of the arguments, as sent to providers (lean: see
+        ``adstudio.json_schema``)."""
+        return lean_schema(self.args_model)

@@ -52,7 +52,9 @@ class ToolOutcome:
 
     @property
     def text(self) -> str:
-        return json.dumps(self.content, ensure_ascii=False, sort_keys=True)
+        """The result as the model reads it: compact JSON (its spaces cost tokens: a
+        10-voice search result is a quarter shorter without them), keys sorted."""
+        return json.dumps(self.content, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
 
 
 def _error(error: str, suggestion: str, **details: Any) -> ToolOutcome:

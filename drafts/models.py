@@ -113,6 +113,14 @@ class Draft(models.Model):
             models.CheckConstraint(
                 condition=Q(created_by__in=DraftAuthor.values), name="draft_created_by_valid"
             ),
+            # The payload is in its kind's version shape (drafts.payloads), which the web
+            # client reads: never an older shape, never another kind's.
+            models.CheckConstraint(
+                condition=Q(kind=DraftKind.VOICES, payload__has_key="voiceTracks")
+                | Q(kind=DraftKind.MUSIC, payload__has_key="musicPrompt")
+                | Q(kind=DraftKind.SFX, payload__has_key="soundFxPrompts"),
+                name="draft_payload_in_version_shape",
+            ),
             # A draft written by a run always says which tool call wrote it.
             models.CheckConstraint(
                 condition=Q(run_id__isnull=True) | ~Q(tool_call_id=""),

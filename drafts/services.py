@@ -10,8 +10,10 @@ from django.db.models import Q
 from django.utils import timezone
 
 from adstudio.db import Batch, insert_rows
+from adstudio.text import clip_words
 from drafts.locks import ad_lock
-from drafts.models import Ad, Draft, DraftAuthor, DraftKind, DraftStatus
+from drafts.models import Ad, Draft, DraftAuthor, DraftStatus
+from drafts.payloads import Version, kind_of, payload_of, summary_of
 
 
 class DraftNotInAd(Exception):
@@ -61,15 +63,16 @@ def ad_update(*, ad: Ad, **brief) -> Ad:
 def draft_create(
     *,
     ad: Ad,
-    kind: DraftKind | str,
-    payload: dict,
-    summary: str = "",
+    version: Version,
+    summary: str | None = None,
     created_by: DraftAuthor | str = DraftAuthor.LLM,
     run_id: uuid.UUID | None = None,
     tool_call_id: str = "",
     batch: Batch | None = None,
 ) -> tuple[Draft, bool]:
-    """Write the next version of ``kind`` for ``ad``; returns ``(draft, created)``.
+    """Write ``version`` (a version shape of ``drafts.payloads``, whose type is the kind)
+    as the next version of its kind for ``ad``; returns ``(draft, created)``. The summary
+    defaults to the version's own.
 
     Version numbers come from the ad's row lock, so concurrent writers get 1, 2, 3...
     with no gap or duplicate. With a ``run_id`` the call is idempotent per
@@ -77,6 +80,7 @@ def draft_create(
     With a ``batch`` (a tool call's), the new row is staged there and written with the
     call's result, still under the lock: the caller's transaction must be open.
     """
+    kind = kind_of(version)
     if batch is not None and not transaction.get_connection().in_atomic_block:
         raise transaction.TransactionManagementError(
             "draft_create with a batch must run inside the caller's transaction."
@@ -97,8 +101,8 @@ def draft_create(
             ad_id=ad.pk,
             kind=kind,
             version=(parent_version or 0) + 1,
-            payload=payload,
-            summary=summary[:500],
+            payload=payload_of(version),
+            summary=clip_words(summary_of(version) if summary is None else summary, 500),
             created_by=created_by,
             run_id=run_id,
             tool_call_id=tool_call_id,

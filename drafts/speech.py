@@ -29,3 +29,20 @@ def spoken_seconds(text: str, *, language: str) -> float:
         return letters / CHARS_PER_SECOND[language]
     words = len(text.split())
     return words / WORDS_PER_SECOND.get(language, DEFAULT_WORDS_PER_SECOND)
+
+
+def script_seconds(tracks: list[tuple[str, str, float]], *, language: str) -> float:
+    """Estimated length of a voice script: ``tracks`` are ``(text, playAfter, overlap)``
+    with ``playAfter`` either "start" or "track-N" of an earlier track.
+
+    Each track starts when the one it follows ends, minus its overlap (a negative overlap
+    is a gap); a track after "start" starts at 0. The script ends with its last line.
+    """
+    ends: list[float] = []
+    for text, play_after, overlap in tracks:
+        if play_after == "start":
+            start = 0.0
+        else:
+            start = max(ends[int(play_after.removeprefix("track-"))] - overlap, 0.0)
+        ends.append(start + spoken_seconds(text, language=language))
+    return round(max(ends, default=0.0), 1)

@@ -1,8 +1,10 @@
 """The draft-writing tools the creative director calls, and ``get_current_state``.
 
-Each create tool writes a new immutable ``Draft`` version of the conversation's ad (never
-an ad named by the model) and is idempotent per (run, tool_call_id). Handlers raise
-``ToolError`` for anything the model can fix; see ``adstudio.tools`` for the contract.
+Each create tool takes its arguments as the design words them, normalises them to one
+canonical form and writes a new immutable ``Draft`` version, its payload in the design's
+version shape (``drafts.payloads``), of the conversation's ad (never an ad named by the
+model). Idempotent per (run, tool_call_id). Handlers raise ``ToolError`` for anything
+the model can fix; see ``adstudio.tools`` for the contract.
 """
 
 from __future__ import annotations
@@ -10,98 +12,134 @@ from __future__ import annotations
 import re
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import Field, field_validator
 
-from adstudio.tools import Tool, ToolContext, ToolError
+from adstudio.tools import Tool, ToolArgs, ToolContext, ToolError
 from drafts.models import Draft, DraftKind
+from drafts.payloads import (
+    DEFAULT_SFX_SECONDS,
+    MusicVersion,
+    SfxPlacement,
+    SfxVersion,
+    SoundFxPrompt,
+    Version,
+    VoiceTrack,
+    VoiceVersion,
+    track_id,
+)
 from drafts.selectors import draft_latest, draft_state
 from drafts.services import draft_create
-from drafts.speech import spoken_seconds
+from drafts.speech import script_seconds
 from voices.services import approved_voices_by_id
 
-_PLAY_AFTER = re.compile(r"start|previous|[0-9]+")  # the whole value (fullmatch)
+MAX_OVERLAP_S = 10
+# "track-2", or the bare index "2" (ASCII digits only; the whole value: fullmatch).
+_TRACK_REFERENCE = re.compile(r"(?:track-)?([0-9]{1,6})")
 
 
-class _Args(BaseModel):
-    # Models add stray keys now and then; ignoring them beats failing the whole call.
-    # Whitespace around a value means nothing, and a line of spaces is not a line.
-    model_config = ConfigDict(extra="ignore", str_strip_whitespace=True)
-
-
-class VoiceTrack(_Args):
-    voiceId: str = Field(description="id of a voice returned by search_voices.")
-    text: str = Field(min_length=1, max_length=2000, description="The line this voice reads.")
+class VoiceTrackArgs(ToolArgs):
+    voiceId: str = Field(description="A voice id from search_voices.")
+    text: str = Field(min_length=1, max_length=2000, description="The line it reads.")
     playAfter: str | None = Field(
         default=None,
-        description='When the line starts: "start", "previous" (default after the first '
-        "track) or the 0-based index of an earlier track.",
+        description='"start" or "track-N", an earlier track (default: the one before).',
     )
     overlap: float = Field(
-        default=0, ge=0, le=10, description="Seconds this line overlaps the one before it."
+        default=0,
+        ge=-MAX_OVERLAP_S,
+        le=MAX_OVERLAP_S,
+        description="Seconds over the track it follows; negative: a gap.",
     )
 
-    @field_validator("voiceId", mode="before")
+    @field_validator("voiceId", "playAfter", mode="before")
     @classmethod
-    def _id_as_text(cls, value: Any) -> Any:
-        return str(value) if isinstance(value, int) else value
+    def _number_as_text(cls, value: Any) -> Any:
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
+        return str(value) if isinstance(value, int) and not isinstance(value, bool) else value
 
 
-class CreateVoiceDraftArgs(_Args):
-    tracks: list[VoiceTrack] = Field(min_length=1, max_length=20)
+class CreateVoiceDraftArgs(ToolArgs):
+    tracks: list[VoiceTrackArgs] = Field(min_length=1, max_length=20)
 
 
-class CreateMusicDraftArgs(_Args):
+class CreateMusicDraftArgs(ToolArgs):
     prompt: str = Field(
-        min_length=3, max_length=1000, description="Music generation prompt: genre, mood, tempo."
+        min_length=3, max_length=1000, description="Genre, mood, tempo, instruments."
     )
     provider: Literal["loudly", "mubert"] = "loudly"
     duration: int | None = Field(
-        default=None, ge=5, le=300, description="Seconds; defaults to the ad's duration."
+        default=None, ge=5, le=300, description="Seconds (default: the ad's)."
     )
 
 
-class SfxPlacement(_Args):
-    type: Literal["start", "end", "afterVoice"] = "start"
-    index: int | None = Field(
-        default=None, ge=0, description="For afterVoice: the 0-based voice track index."
-    )
+class SfxPlacementArgs(ToolArgs):
+    type: Literal["start", "end", "afterVoice"] = "end"
+    index: int | None = Field(default=None, ge=0, description="afterVoice: the track index.")
 
 
-class SfxPrompt(_Args):
+class SfxPromptArgs(ToolArgs):
     description: str = Field(min_length=2, max_length=300)
-    placement: SfxPlacement = Field(default_factory=SfxPlacement)
-    duration: float | None = Field(default=None, gt=0, le=30, description="Seconds.")
+    placement: SfxPlacementArgs | None = Field(default=None, description="Default: end.")
+    duration: float | None = Field(default=None, gt=0, le=30, description="Seconds (default 3).")
+
+    @field_validator("placement", mode="before")
+    @classmethod
+    def _bare_type(cls, value: Any) -> Any:
+        return {"type": value} if isinstance(value, str) else value
 
 
-class CreateSfxDraftArgs(_Args):
-    prompts: list[SfxPrompt] = Field(min_length=1, max_length=10)
+class CreateSfxDraftArgs(ToolArgs):
+    prompts: list[SfxPromptArgs] = Field(min_length=1, max_length=10)
 
 
-class GetCurrentStateArgs(_Args):
+class GetCurrentStateArgs(ToolArgs):
     pass
 
 
 def _result(draft: Draft, **extra: Any) -> dict[str, Any]:
-    return {
-        "versionId": draft.label,
-        "kind": draft.kind,
-        "status": draft.status,
-        "summary": draft.summary,
-        **extra,
-    }
+    """The design's ``{versionId, status}``, and the kind. No summary: it would only
+    repeat the arguments the model just wrote, in every later request of the session."""
+    return {"versionId": draft.label, "status": draft.status, "kind": draft.kind, **extra}
 
 
-def _write(ctx: ToolContext, kind: DraftKind, payload: dict, summary: str) -> Draft:
+def _write(ctx: ToolContext, version: Version) -> Draft:
     draft, _created = draft_create(
         ad=ctx.ad,
-        kind=kind,
-        payload=payload,
-        summary=summary,
+        version=version,
         run_id=ctx.run_id,
         tool_call_id=ctx.tool_call_id,
         batch=ctx.batch,
     )
     return draft
+
+
+def play_after(value: str | None, index: int) -> str:
+    """``playAfter`` of track ``index`` in its canonical form, "start" or "track-N".
+
+    Accepted as the design words it ("start", "track-N") and as the aliases models use:
+    "previous", or the bare index of an earlier track. Absent: "start" for the first
+    track, the track before for the others. ``ToolError`` names anything else.
+    """
+    if value is None:
+        return "start" if index == 0 else track_id(index - 1)
+    word = value.lower()
+    if word == "start":
+        return "start"
+    if word == "previous" and index > 0:
+        return track_id(index - 1)
+    reference = _TRACK_REFERENCE.fullmatch(word)
+    if reference and int(reference.group(1)) < index:
+        return track_id(int(reference.group(1)))
+    allowed = (
+        '"start" (the first track has no track before it)'
+        if index == 0
+        else f'"start" or an earlier track, "track-0" to "{track_id(index - 1)}"'
+    )
+    raise ToolError(
+        f"tracks[{index}].playAfter={value!r} is not valid.",
+        f"Use {allowed}, or leave playAfter out to follow the track before.",
+    )
 
 
 def create_voice_draft(ctx: ToolContext, args: CreateVoiceDraftArgs) -> dict[str, Any]:
@@ -112,89 +150,96 @@ def create_voice_draft(ctx: ToolContext, args: CreateVoiceDraftArgs) -> dict[str
             f"Unknown or unavailable voiceId(s): {', '.join(unknown)}.",
             "Use ids returned by search_voices for this ad's language.",
         )
-    tracks: list[dict[str, Any]] = []
-    for index, track in enumerate(args.tracks):
-        play_after = track.playAfter or ("start" if index == 0 else "previous")
-        if (
-            not _PLAY_AFTER.fullmatch(play_after)
-            or (play_after == "previous" and index == 0)
-            or (play_after.isdigit() and int(play_after) >= index)
-        ):
-            raise ToolError(
-                f"tracks[{index}].playAfter={play_after!r} is not valid.",
-                'Use "start", "previous" or the index of an earlier track.',
-            )
-        voice = voices[track.voiceId]
-        tracks.append(
-            {
-                "voiceId": track.voiceId,
-                "voiceName": voice.name,
-                "text": track.text,
-                "playAfter": play_after,
-                "overlap": track.overlap,
-            }
+    tracks = [
+        VoiceTrack(
+            id=track_id(index),
+            voiceId=track.voiceId,
+            voiceName=voices[track.voiceId].name,
+            text=track.text,
+            playAfter=play_after(track.playAfter, index),
+            overlap=track.overlap,
         )
-    language = ctx.ad.language
-    seconds = sum(spoken_seconds(t["text"], language=language) for t in tracks)
-    seconds = round(max(seconds - sum(t["overlap"] for t in tracks), 0.0), 1)
-    warnings = []
+        for index, track in enumerate(args.tracks)
+    ]
+    seconds = script_seconds(
+        [(t.text, t.playAfter, t.overlap) for t in tracks], language=ctx.ad.language
+    )
+    version = VoiceVersion(voiceTracks=tracks, estimatedDurationS=seconds)
+    draft = _write(ctx, version)
+    result = _result(draft, estimatedDurationS=seconds)
     if seconds > ctx.ad.duration_s:
-        warnings.append(
+        result["warnings"] = [
             f"The script runs about {seconds} s, longer than the ad's {ctx.ad.duration_s} s: "
             "shorten the lines."
-        )
-    names = ", ".join(dict.fromkeys(t["voiceName"] for t in tracks))
-    summary = f"{len(tracks)} track(s) read by {names}, about {seconds} s"
-    payload = {"tracks": tracks, "estimatedDurationS": seconds}
-    draft = _write(ctx, DraftKind.VOICES, payload, summary)
-    return _result(draft, estimatedDurationS=seconds, warnings=warnings)
+        ]
+    return result
 
 
 def create_music_draft(ctx: ToolContext, args: CreateMusicDraftArgs) -> dict[str, Any]:
-    duration = args.duration or ctx.ad.duration_s
-    payload = {"prompt": args.prompt, "provider": args.provider, "duration": duration}
-    summary = f"{args.provider}, {duration} s: {args.prompt[:120]}"
-    return _result(_write(ctx, DraftKind.MUSIC, payload, summary))
+    version = MusicVersion(
+        musicPrompt=args.prompt,
+        musicProvider=args.provider,
+        duration=args.duration or ctx.ad.duration_s,
+    )
+    return _result(_write(ctx, version))
 
 
 def create_sfx_draft(ctx: ToolContext, args: CreateSfxDraftArgs) -> dict[str, Any]:
-    after_voice = [p for p in args.prompts if p.placement.type == "afterVoice"]
-    if after_voice:
-        voice_draft = draft_latest(ad=ctx.ad, kind=DraftKind.VOICES)
-        track_count = len(voice_draft.payload.get("tracks", [])) if voice_draft else 0
-        for position, prompt in enumerate(args.prompts):
-            placement = prompt.placement
-            if placement.type != "afterVoice":
-                continue
-            if placement.index is None or placement.index >= track_count:
-                raise ToolError(
-                    f"prompts[{position}].placement.index={placement.index} does not name a "
-                    f"track of the current voice draft ({track_count} track(s)).",
-                    "Create a voice draft first, or use an index from 0 to "
-                    f"{max(track_count - 1, 0)}, or place the effect at start or end.",
-                )
-    prompts = [p.model_dump(exclude_none=True) for p in args.prompts]
-    described = ", ".join(
-        f"{p.description[:40]} ({p.placement.type}"
-        + (f" {p.placement.index}" if p.placement.index is not None else "")
-        + ")"
-        for p in args.prompts
+    placements = [p.placement or SfxPlacementArgs() for p in args.prompts]
+    if any(placement.type == "afterVoice" for placement in placements):
+        _check_after_voice(ctx, placements)
+    version = SfxVersion(
+        soundFxPrompts=[
+            SoundFxPrompt(
+                description=prompt.description,
+                placement=SfxPlacement(
+                    type=placement.type,
+                    index=placement.index if placement.type == "afterVoice" else None,
+                ),
+                duration=prompt.duration or DEFAULT_SFX_SECONDS,
+            )
+            for prompt, placement in zip(args.prompts, placements, strict=True)
+        ]
     )
-    summary = f"{len(prompts)} effect(s): {described}"
-    return _result(_write(ctx, DraftKind.SFX, {"prompts": prompts}, summary))
+    return _result(_write(ctx, version))
+
+
+def _check_after_voice(ctx: ToolContext, placements: list[SfxPlacementArgs]) -> None:
+    """An effect after a voice track names a track of the latest voice draft."""
+    voice_draft = draft_latest(ad=ctx.ad, kind=DraftKind.VOICES)
+    track_count = len(voice_draft.payload.get("voiceTracks", [])) if voice_draft else 0
+    for position, placement in enumerate(placements):
+        if placement.type != "afterVoice":
+            continue
+        if placement.index is None or placement.index >= track_count:
+            raise ToolError(
+                f"prompts[{position}].placement.index={placement.index} does not name a "
+                f"track of the current voice draft ({track_count} track(s)).",
+                "Create a voice draft first, or use an index from 0 to "
+                f"{max(track_count - 1, 0)}, or place the effect at start or end.",
+            )
 
 
 def get_current_state(ctx: ToolContext, args: GetCurrentStateArgs) -> dict[str, Any]:
-    return draft_state(ad=ctx.ad)
+    """Per kind with a draft: the latest version (the design's ``versionId`` and
+    ``summary``) and which version is active, if one is."""
+    state: dict[str, Any] = {}
+    for kind, entry in draft_state(ad=ctx.ad).items():
+        if entry["latest"] is None:
+            continue
+        state[kind] = {"versionId": entry["latest"], "summary": entry["latestSummary"]}
+        if entry["active"]:
+            state[kind]["active"] = entry["active"]
+            if entry["active"] != entry["latest"]:
+                state[kind]["activeSummary"] = entry["activeSummary"]
+    return state
 
 
 CREATE_VOICE_DRAFT = Tool(
     name="create_voice_draft",
     description=(
-        "Write a new version of the ad's voice script: an ordered list of tracks, each a "
-        "line read by one catalogue voice (voiceId from search_voices). Every call creates "
-        "a new draft version (v1, v2, ...); earlier versions are kept. The result estimates "
-        "the spoken duration and warns when the script is longer than the ad."
+        "Write a new version of the ad's voice script: tracks in order, each a line read "
+        "by one voice. The result estimates its length."
     ),
     args_model=CreateVoiceDraftArgs,
     handler=create_voice_draft,
@@ -202,33 +247,21 @@ CREATE_VOICE_DRAFT = Tool(
 
 CREATE_MUSIC_DRAFT = Tool(
     name="create_music_draft",
-    description=(
-        "Write a new version of the ad's background music as a generation prompt (genre, "
-        "mood, tempo, instruments). Duration defaults to the ad's length. Creates a new "
-        "draft version; earlier versions are kept."
-    ),
+    description="Write a new version of the ad's background music as a generation prompt.",
     args_model=CreateMusicDraftArgs,
     handler=create_music_draft,
 )
 
 CREATE_SFX_DRAFT = Tool(
     name="create_sfx_draft",
-    description=(
-        "Write a new version of the ad's sound effects: each a short description and where "
-        "it plays (start, end, or afterVoice with the index of a voice track of the current "
-        "voice draft). Creates a new draft version; earlier versions are kept."
-    ),
+    description="Write a new version of the ad's sound effects.",
     args_model=CreateSfxDraftArgs,
     handler=create_sfx_draft,
 )
 
 GET_CURRENT_STATE = Tool(
     name="get_current_state",
-    description=(
-        "Return the latest and the active version of the ad's voices, music and sound "
-        "effects, with one-line summaries, and the versions archived. Call it when unsure "
-        "what exists already."
-    ),
+    description="The latest and the active version of each of the ad's drafts, summarised.",
     args_model=GetCurrentStateArgs,
     handler=get_current_state,
     writes=False,

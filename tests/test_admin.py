@@ -10,6 +10,7 @@ from django.urls import reverse
 from conversations.models import Conversation, Message, ModelCall, Run, RunEvent
 from drafts.models import Draft, DraftStatus
 from drafts.services import draft_create
+from tests.support.versions import music
 from voices.models import Voice
 
 pytestmark = pytest.mark.django_db
@@ -25,7 +26,7 @@ def objects(ad):
         gender="male",
         metadata={"labels": {"accent": "central"}},
     )
-    draft, _ = draft_create(ad=ad, kind="music", payload={"prompt": "<b>upbeat</b> pop"})
+    draft, _ = draft_create(ad=ad, version=music("<b>upbeat</b> pop"))
     conversation = Conversation.objects.create(ad=ad, provider="demo", model="demo")
     run = Run.objects.create(conversation=conversation, input_text="make it upbeat")
     Message.objects.create(conversation=conversation, seq=1, role="user", text="hi", run=run)
@@ -98,7 +99,7 @@ def test_change_views_render_json_readably(client, staff_user, objects):
     ).content.decode()
 
     # Pretty-printed and escaped, never raw HTML from a payload.
-    assert "&quot;prompt&quot;: &quot;&lt;b&gt;upbeat&lt;/b&gt; pop&quot;" in draft_page
+    assert "&quot;musicPrompt&quot;: &quot;&lt;b&gt;upbeat&lt;/b&gt; pop&quot;" in draft_page
     assert "&quot;name&quot;: &quot;search_voices&quot;" in conversation_page
     assert "call_1" in conversation_page
 
@@ -127,8 +128,8 @@ def test_anonymous_is_sent_to_login(client):
 
 
 def test_activate_action_activates_and_reports(client, staff_user, ad):
-    v1, _ = draft_create(ad=ad, kind="music", payload={})
-    v2, _ = draft_create(ad=ad, kind="music", payload={})
+    v1, _ = draft_create(ad=ad, version=music())
+    v2, _ = draft_create(ad=ad, version=music())
     client.force_login(staff_user)
     url = reverse("admin:drafts_draft_changelist")
 
@@ -143,8 +144,8 @@ def test_activate_action_activates_and_reports(client, staff_user, ad):
 
 
 def test_activate_action_refuses_two_versions_of_one_kind(client, staff_user, ad):
-    v1, _ = draft_create(ad=ad, kind="music", payload={})
-    v2, _ = draft_create(ad=ad, kind="music", payload={})
+    v1, _ = draft_create(ad=ad, version=music())
+    v2, _ = draft_create(ad=ad, version=music())
     client.force_login(staff_user)
 
     response = client.post(
@@ -183,14 +184,14 @@ def test_voice_bulk_approve_and_unapprove(client, staff_user):
 
 
 def test_draft_payload_cannot_be_edited_in_admin(client, staff_user, ad):
-    draft, _ = draft_create(ad=ad, kind="music", payload={"prompt": "calm"})
+    draft, _ = draft_create(ad=ad, version=music("calm"))
     client.force_login(staff_user)
     url = reverse("admin:drafts_draft_change", args=[draft.pk])
 
-    client.post(url, {"payload": '{"prompt": "hacked"}', "status": "active"})
+    client.post(url, {"payload": '{"musicPrompt": "hacked"}', "status": "active"})
 
     draft.refresh_from_db()
-    assert draft.payload == {"prompt": "calm"}
+    assert draft.payload["musicPrompt"] == "calm"
     assert draft.status == DraftStatus.DRAFT
 
 
@@ -245,7 +246,7 @@ def test_stats_page_renders_for_staff_only(client, staff_user, user, objects):
 
 
 def test_staff_cannot_delete_a_draft(client, staff_user, ad):
-    draft, _ = draft_create(ad=ad, kind="music", payload={})
+    draft, _ = draft_create(ad=ad, version=music())
     client.force_login(staff_user)
 
     page = client.get(reverse("admin:drafts_draft_delete", args=[draft.pk]))

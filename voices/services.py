@@ -47,7 +47,9 @@ DEFAULT_COUNT = 10
 # A safety net only: cache keys carry the catalogue version, so writes invalidate them.
 FACETS_CACHE_SECONDS = 300
 # The fields of a compact search result, in the order they are sent to the model.
-_COMPACT_FIELDS = ("id", "name", "language", "locale", "accent", "gender", "age", "style")
+# What the model reads of a voice to choose it (the design's fields); locale only where the
+# results mix locales (pt-BR beside pt-PT), since repeating one on every voice tells nothing.
+_COMPACT_FIELDS = ("id", "name", "language", "gender", "accent", "style", "use_case", "locale")
 _WORD = re.compile(r"[^\W_]+")
 _MAX_STYLE_WORDS = 6
 _MAX_PK = 2**63 - 1
@@ -187,13 +189,18 @@ def voice_queryset(query: VoiceQuery) -> QuerySet[Voice]:
     )
 
 
-def compact_voice(values: dict[str, Any]) -> dict[str, str]:
-    """The few tokens the model needs per voice: empty fields are left out."""
+def compact_voice(values: dict[str, Any], *, locale: bool = False) -> dict[str, str]:
+    """The few tokens the model needs per voice, empty fields left out: id, name,
+    language, gender, accent, style (the use case when it has none) and, if asked, locale."""
     record = {"id": str(values["id"])}
-    for name in _COMPACT_FIELDS[1:]:
+    for name in ("name", "language", "gender", "accent"):
         if values[name]:
             record[name] = values[name]
-    record["provider"] = values["provider"]
+    style = values["style"] or values["use_case"]
+    if style:
+        record["style"] = style
+    if locale and values["locale"]:
+        record["locale"] = values["locale"]
     return record
 
 
@@ -210,9 +217,11 @@ def search_voices(
     voice matched (``voice_facets`` says what the language does have).
     """
     query = voice_query(language=language, gender=gender, accent=accent, style=style)
-    rows = voice_queryset(query).values(*_COMPACT_FIELDS, "provider")[: clamp_count(count)]
+    rows = voice_queryset(query).values(*_COMPACT_FIELDS)[: clamp_count(count)]
     with planned_per_query():
-        return [compact_voice(row) for row in rows]
+        rows = list(rows)
+    mixed_locales = len({row["locale"] for row in rows}) > 1
+    return [compact_voice(row, locale=mixed_locales) for row in rows]
 
 
 def _top(counter: Counter[str], limit: int) -> dict[str, int]:

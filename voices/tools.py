@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import ConfigDict, Field, field_validator
 
-from adstudio.tools import Tool, ToolContext, ToolError
+from adstudio.tools import Tool, ToolArgs, ToolContext, ToolError
 from voices.languages import UnknownLanguage, language_name, normalise_language
 from voices.services import (
     DEFAULT_COUNT,
@@ -22,38 +22,15 @@ from voices.services import (
 )
 
 
-def _provider_friendly(schema: dict[str, Any]) -> None:
-    """Optional fields as plain types (no ``anyOf`` with null) and no titles: fewer tokens,
-    and a shape every provider's schema subset accepts."""
-    schema.pop("title", None)
-    for prop in schema.get("properties", {}).values():
-        prop.pop("title", None)
-        variants = prop.pop("anyOf", None)
-        if variants:
-            prop.update(next(v for v in variants if v.get("type") != "null"))
-        if prop.get("default", "") is None:
-            del prop["default"]
+class SearchVoicesArgs(ToolArgs):
+    # An unknown filter (age, "query") is refused: it names what the search cannot do.
+    model_config = ConfigDict(extra="forbid")
 
-
-class SearchVoicesArgs(BaseModel):
-    model_config = ConfigDict(extra="forbid", json_schema_extra=_provider_friendly)
-
-    language: str = Field(
-        description="Language of the ad: ISO code or English name, e.g. 'th', 'Thai', "
-        "'pt-BR' (a region narrows to voices of that locale)."
-    )
-    gender: Literal["male", "female"] | None = Field(default=None, description="Omit for any.")
-    accent: str | None = Field(
-        default=None,
-        description="Accent or locale, e.g. 'british', 'mexican', 'en-AU'. Omit for any.",
-    )
-    style: str | None = Field(
-        default=None,
-        description="Tone or use, e.g. 'warm', 'energetic', 'advertisement', 'news'. Omit for any.",
-    )
-    count: int = Field(
-        default=DEFAULT_COUNT, description=f"How many voices to return, 1-{MAX_COUNT}."
-    )
+    language: str = Field(description="ISO code or English name, e.g. th, Thai, pt-BR.")
+    gender: Literal["male", "female"] | None = None
+    accent: str | None = Field(default=None, description="e.g. british, en-AU.")
+    style: str | None = Field(default=None, description="Tone or use, e.g. warm, news.")
+    count: int = Field(default=DEFAULT_COUNT, description=f"1-{MAX_COUNT}.")
 
     @field_validator("gender", mode="before")
     @classmethod
@@ -129,13 +106,9 @@ def search_voices_handler(ctx: ToolContext, args: SearchVoicesArgs) -> dict[str,
 SEARCH_VOICES = Tool(
     name="search_voices",
     description=(
-        "Search the voice catalogue for approved voices to cast. Always search before "
-        "writing a voices draft, and only use ids returned here: each result's id goes "
-        "into create_voice_draft's voiceId. Pass the ad's language (required); narrow "
-        "with gender, accent and style only when the brief asks for them. Results come "
-        "best match first. When nothing matches you get an error listing the genders, "
-        "accents and styles that do exist for the language (or the available languages): "
-        "search again with one of those."
+        "Find approved voices for the ad; only ids returned here may be a voiceId. "
+        "Filter by gender, accent or style only when the brief asks. Best match first; "
+        "when nothing matches, the error lists what the language has."
     ),
     args_model=SearchVoicesArgs,
     handler=search_voices_handler,

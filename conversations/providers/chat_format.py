@@ -46,7 +46,9 @@ def build_payload(
     }
     options = request.options
     if request.tools:
-        payload["tools"] = wire_tools(request.tools, inline=profile.inline_schema_defs)
+        payload["tools"] = wire_tools(
+            request.tools, inline=profile.inline_schema_defs, strict=profile.strict_tools
+        )
         if options.tool_choice is not None:
             choice = options.tool_choice
             if choice not in profile.tool_choices:

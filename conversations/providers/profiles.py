@@ -58,6 +58,12 @@ class ProviderProfile:
     explicit_cache: bool = False
     # Tool schemas must not use $defs/$ref: inline them before sending.
     inline_schema_defs: bool = False
+    # Send tools with "strict": true and their schemas in the strict form (closed objects,
+    # every property required, optional ones nullable): OpenAI then makes the arguments
+    # match the schema. Off unless ADSTUDIO_STRICT_TOOLS names the provider: the strict
+    # form is ~110 tokens longer on every call, and OpenAI does not hold parallel calls
+    # (three drafts in one reply, as this agent makes them) to the schema.
+    strict_tools: bool = False
     # tool_choice values the API accepts; anything else is sent as "auto".
     tool_choices: frozenset[str] = ALL_TOOL_CHOICES
     # Inclusive temperature range the API accepts; values outside are clamped.

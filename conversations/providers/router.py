@@ -4,9 +4,11 @@ providers without a key skipped (with a logged reason), ``demo`` when no key is 
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import logging
 import threading
+from typing import Any
 
 from django.conf import settings
 
@@ -32,7 +34,7 @@ class ProviderUnavailable(ValueError):
     """An explicitly requested provider is unknown or has no key configured."""
 
 
-def _config(name: str) -> dict[str, str]:
+def _config(name: str) -> dict[str, Any]:
     return dict((getattr(settings, "ADSTUDIO_PROVIDERS", {}) or {}).get(name) or {})
 
 
@@ -62,6 +64,7 @@ def get_provider(name: str) -> ChatProvider:
             config.get("base_url", ""),
             float(getattr(settings, "ADSTUDIO_PROVIDER_TIMEOUT", 60.0)),
             float(getattr(settings, "ADSTUDIO_PROVIDER_CONNECT_TIMEOUT", 10.0)),
+            bool(config.get("strict_tools")),
         )
 
 
@@ -73,9 +76,16 @@ _build_lock = threading.Lock()
 
 @functools.lru_cache(maxsize=32)
 def _build(
-    name: str, api_key: str, base_url: str, timeout: float, connect_timeout: float
+    name: str,
+    api_key: str,
+    base_url: str,
+    timeout: float,
+    connect_timeout: float,
+    strict_tools: bool = False,
 ) -> ChatProvider:
     profile = PROFILES[name]
+    if strict_tools:  # ADSTUDIO_STRICT_TOOLS
+        profile = dataclasses.replace(profile, strict_tools=True)
     return ADAPTERS[profile.wire](
         profile=profile,
         api_key=api_key,

@@ -88,6 +88,20 @@ def test_timings_that_cannot_work_are_start_up_errors(env, says):
     assert "Traceback" not in result.stderr
 
 
+@pytest.mark.parametrize(
+    ("value", "says"),
+    [
+        ("anthropic", "strict tools are a chat-completions option (openai, qwen, kimi); anthropic"),
+        ("openai,gemini", "ADSTUDIO_STRICT_TOOLS names unknown provider 'gemini'"),
+    ],
+)
+def test_strict_tools_name_chat_completions_providers_only(value, says):
+    result = manage("check", env={"ADSTUDIO_STRICT_TOOLS": value})
+    assert result.returncode == 2
+    assert says in result.stderr
+    assert "Traceback" not in result.stderr
+
+
 def test_invalid_debug_flag_is_named():
     result = manage("check", env={"DEBUG": "maybe"})
     assert result.returncode == 2

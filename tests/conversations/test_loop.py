@@ -16,8 +16,10 @@ from conversations.loop import run_agent
 from conversations.models import Message, ModelCall, Run, RunEvent
 from conversations.services import run_claim, send_message, start_generation
 from drafts.models import Draft
+from drafts.payloads import payload_of
 from tests.conversations.story import first_turn, run_of
 from tests.fakes.server import call, error_turn, turn
+from tests.support.versions import music
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -425,7 +427,7 @@ def test_resuming_executes_only_the_calls_without_a_result(fake_providers, en_ad
         ad=en_ad,
         kind="music",
         version=1,
-        payload={"prompt": "calm piano"},
+        payload=payload_of(music("calm piano")),
         run_id=run.pk,
         tool_call_id="2:c1",
     )

@@ -11,6 +11,8 @@ from adstudio.tools import ToolContext
 from conversations.providers.base import ToolCall
 from conversations.tools import TOOLS, execute_tool_call, tool_specs
 from drafts.models import Draft
+from drafts.payloads import payload_of
+from tests.support.versions import music
 
 pytestmark = pytest.mark.django_db
 
@@ -94,7 +96,7 @@ def test_a_handler_crash_rolls_back_its_savepoint(ctx, monkeypatch):
     import drafts.tools
 
     def write_then_crash(*args, **kwargs):
-        Draft.objects.create(ad=ctx.ad, kind="music", version=1, payload={})
+        Draft.objects.create(ad=ctx.ad, kind="music", version=1, payload=payload_of(music()))
         raise RuntimeError("disk on fire")
 
     monkeypatch.setattr(drafts.tools, "draft_latest", write_then_crash)

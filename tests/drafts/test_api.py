@@ -8,6 +8,7 @@ from rest_framework.test import APIClient
 
 from drafts.models import Ad, Draft
 from drafts.services import draft_activate, draft_create
+from tests.support.versions import music, version_of
 
 pytestmark = pytest.mark.django_db
 
@@ -164,7 +165,7 @@ def test_anonymous_requests_are_401(path):
 
 def test_drafts_listing_filters_and_validates(api, ad):
     for kind in ("music", "music", "sfx"):
-        draft_create(ad=ad, kind=kind, payload={"k": kind})
+        draft_create(ad=ad, version=version_of(kind))
 
     all_drafts = api.get(f"/api/ads/{ad.pk}/drafts/").json()["results"]
     music = api.get(f"/api/ads/{ad.pk}/drafts/?kind=music").json()["results"]
@@ -181,8 +182,8 @@ def test_drafts_listing_filters_and_validates(api, ad):
 
 
 def test_activate_over_the_api_and_state_shows_it(api, ad):
-    v1, _ = draft_create(ad=ad, kind="music", payload={})
-    v2, _ = draft_create(ad=ad, kind="music", payload={})
+    v1, _ = draft_create(ad=ad, version=music())
+    v2, _ = draft_create(ad=ad, version=music())
     draft_activate(ad=ad, draft_id=v1.pk)
 
     response = api.post(f"/api/drafts/{v2.pk}/activate")
@@ -200,7 +201,7 @@ def test_activate_over_the_api_and_state_shows_it(api, ad):
 
 
 def test_another_users_draft_is_404_and_stays_untouched(other_user, ad):
-    draft, _ = draft_create(ad=ad, kind="music", payload={})
+    draft, _ = draft_create(ad=ad, version=music())
     other = api_for(other_user)
 
     assert other.get(f"/api/drafts/{draft.pk}/").status_code == 404

@@ -8,13 +8,18 @@ import pytest
 from django.db import IntegrityError, transaction
 
 from drafts.models import Draft, DraftKind, DraftStatus
+from drafts.payloads import payload_of
+from tests.support.versions import version_of
 
 pytestmark = pytest.mark.django_db
 
 
 def _draft(ad, **overrides) -> Draft:
-    fields = {"ad": ad, "kind": DraftKind.MUSIC, "version": 1, "payload": {"prompt": "x"}}
+    fields = {"ad": ad, "kind": DraftKind.MUSIC, "version": 1}
     fields.update(overrides)
+    if "payload" not in fields:
+        kind = fields["kind"] if fields["kind"] in DraftKind.values else DraftKind.MUSIC
+        fields["payload"] = payload_of(version_of(kind))
     return Draft.objects.create(**fields)
 
 
@@ -62,6 +67,21 @@ def test_a_run_draft_names_its_tool_call(ad):
         "draft_run_has_tool_call_id",
         lambda: _draft(ad, version=1, run_id=uuid.uuid4(), tool_call_id=""),
     )
+
+
+@pytest.mark.parametrize(
+    ("kind", "payload"),
+    [
+        ("voices", {"tracks": [{"voiceId": "1", "text": "Hi"}]}),  # the shape before v3
+        ("music", {"prompt": "calm", "provider": "loudly", "duration": 30}),
+        ("sfx", {"prompts": [{"description": "whoosh"}]}),
+        ("music", {"voiceTracks": []}),  # another kind's shape
+        ("voices", {}),
+        ("sfx", []),
+    ],
+)
+def test_payload_is_in_its_kinds_version_shape(ad, kind, payload):
+    _refused("draft_payload_in_version_shape", lambda: _draft(ad, kind=kind, payload=payload))
 
 
 @pytest.mark.parametrize("version", [0])

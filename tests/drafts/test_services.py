@@ -8,15 +8,16 @@ import uuid
 import pytest
 from django.db import connection
 
-from drafts.models import Draft, DraftKind, DraftStatus
+from drafts.models import Draft, DraftStatus
 from drafts.services import DraftNotInAd, draft_activate, draft_create
+from tests.support.versions import music, sfx, voices
 
 
 @pytest.mark.django_db
 def test_versions_count_up_per_kind_with_parent_links(ad):
-    v1, _ = draft_create(ad=ad, kind=DraftKind.MUSIC, payload={"prompt": "calm"})
-    v2, _ = draft_create(ad=ad, kind=DraftKind.MUSIC, payload={"prompt": "upbeat"})
-    s1, _ = draft_create(ad=ad, kind=DraftKind.SFX, payload={"prompts": []})
+    v1, _ = draft_create(ad=ad, version=music("calm"))
+    v2, _ = draft_create(ad=ad, version=music("upbeat"))
+    s1, _ = draft_create(ad=ad, version=sfx())
     assert (v1.version, v2.version, s1.version) == (1, 2, 1)
     assert v2.parent_id == v1.pk and v1.parent_id is None
     assert v2.label == "v2"
@@ -26,10 +27,10 @@ def test_versions_count_up_per_kind_with_parent_links(ad):
 def test_a_replayed_tool_call_returns_its_first_draft(ad):
     run_id = uuid.uuid4()
     first, created = draft_create(
-        ad=ad, kind=DraftKind.MUSIC, payload={"p": 1}, run_id=run_id, tool_call_id="call_a"
+        ad=ad, version=music("take 1"), run_id=run_id, tool_call_id="call_a"
     )
     again, created_again = draft_create(
-        ad=ad, kind=DraftKind.MUSIC, payload={"p": 2}, run_id=run_id, tool_call_id="call_a"
+        ad=ad, version=music("take 2"), run_id=run_id, tool_call_id="call_a"
     )
     assert created and not created_again
     assert again.pk == first.pk
@@ -38,9 +39,9 @@ def test_a_replayed_tool_call_returns_its_first_draft(ad):
 
 @pytest.mark.django_db
 def test_activation_archives_the_previous_version(ad):
-    v1, _ = draft_create(ad=ad, kind=DraftKind.MUSIC, payload={})
-    v2, _ = draft_create(ad=ad, kind=DraftKind.MUSIC, payload={})
-    voices, _ = draft_create(ad=ad, kind=DraftKind.VOICES, payload={})
+    v1, _ = draft_create(ad=ad, version=music())
+    v2, _ = draft_create(ad=ad, version=music())
+    voice_draft, _ = draft_create(ad=ad, version=voices())
 
     first = draft_activate(ad=ad, draft_id=v1.pk)
     assert first.changed and first.archived == ()
@@ -51,14 +52,14 @@ def test_activation_archives_the_previous_version(ad):
 
     statuses = dict(Draft.objects.filter(ad=ad, kind="music").values_list("version", "status"))
     assert statuses == {1: DraftStatus.ARCHIVED, 2: DraftStatus.ACTIVE}
-    voices.refresh_from_db()
-    assert voices.status == DraftStatus.DRAFT  # other kinds untouched
+    voice_draft.refresh_from_db()
+    assert voice_draft.status == DraftStatus.DRAFT  # other kinds untouched
 
 
 @pytest.mark.django_db
 def test_activation_archives_older_drafts_and_leaves_newer_ones(ad):
     def music_draft() -> Draft:
-        return draft_create(ad=ad, kind=DraftKind.MUSIC, payload={})[0]
+        return draft_create(ad=ad, version=music())[0]
 
     def statuses() -> dict[int, str]:
         return dict(Draft.objects.filter(ad=ad, kind="music").values_list("version", "status"))
@@ -81,7 +82,7 @@ def test_activation_archives_older_drafts_and_leaves_newer_ones(ad):
 
 @pytest.mark.django_db
 def test_activating_the_active_version_is_a_no_op(ad):
-    v1, _ = draft_create(ad=ad, kind=DraftKind.MUSIC, payload={})
+    v1, _ = draft_create(ad=ad, version=music())
     draft_activate(ad=ad, draft_id=v1.pk)
     activated_at = Draft.objects.get(pk=v1.pk).activated_at
 
@@ -95,7 +96,7 @@ def test_activating_the_active_version_is_a_no_op(ad):
 @pytest.mark.django_db
 def test_a_draft_of_another_ad_cannot_be_activated_through_this_ad(ad, make_ad):
     other_ad = make_ad(title="Other")
-    foreign, _ = draft_create(ad=other_ad, kind=DraftKind.MUSIC, payload={})
+    foreign, _ = draft_create(ad=other_ad, version=music())
 
     with pytest.raises(DraftNotInAd):
         draft_activate(ad=ad, draft_id=foreign.pk)
@@ -107,7 +108,7 @@ def test_a_draft_of_another_ad_cannot_be_activated_through_this_ad(ad, make_ad):
 @pytest.mark.django_db(transaction=True)
 def test_racing_activations_of_different_versions_leave_exactly_one_active(ad):
     """Two connections activate v1 and v2 at the same moment, many times over."""
-    drafts = [draft_create(ad=ad, kind=DraftKind.MUSIC, payload={})[0] for _ in range(2)]
+    drafts = [draft_create(ad=ad, version=music())[0] for _ in range(2)]
     errors: list[BaseException] = []
 
     for _round in range(10):
@@ -141,7 +142,7 @@ def test_concurrent_creates_number_versions_without_gaps(ad):
     def create() -> None:
         try:
             barrier.wait(timeout=10)
-            draft_create(ad=ad, kind=DraftKind.VOICES, payload={})
+            draft_create(ad=ad, version=voices())
         except BaseException as exc:
             errors.append(exc)
         finally:

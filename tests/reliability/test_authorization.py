@@ -9,6 +9,7 @@ from rest_framework.test import APIClient
 
 from conversations.models import Conversation, Message, Run
 from drafts.services import draft_create
+from tests.support.versions import music
 
 pytestmark = pytest.mark.django_db
 
@@ -18,7 +19,7 @@ BRIEF = {"clientDescription": "Coffee", "language": "th", "durationSeconds": 30}
 @pytest.fixture
 def world(ad, make_voice):
     voice = make_voice()
-    draft, _ = draft_create(ad=ad, kind="music", payload={"prompt": "calm"})
+    draft, _ = draft_create(ad=ad, version=music("calm"))
     conversation = Conversation.objects.create(ad=ad)
     run = Run.objects.create(
         conversation=conversation, input_text="hi", status="succeeded", finished_at=timezone.now()

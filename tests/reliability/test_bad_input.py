@@ -23,6 +23,7 @@ from conversations.models import Conversation, Message, ModelCall, Run, RunEvent
 from drafts.models import Ad, Draft
 from drafts.services import draft_create
 from tests.fakes.server import call, turn
+from tests.support.versions import music
 
 pytestmark = pytest.mark.django_db
 
@@ -54,14 +55,14 @@ def api(user) -> APIClient:
 def world(ad, other_user, make_ad) -> dict[str, str]:
     """Rows a refused request must leave alone: the user's ad with a draft and a finished
     run, and another user's ad with a draft."""
-    draft_create(ad=ad, kind="music", payload={"prompt": "calm piano"})
+    draft_create(ad=ad, version=music("calm piano"))
     conversation = Conversation.objects.create(ad=ad)
     run = Run.objects.create(
         conversation=conversation, input_text="hi", status="succeeded", finished_at=timezone.now()
     )
     Message.objects.create(conversation=conversation, seq=1, role="user", text="hi", run=run)
     theirs = make_ad(owner=other_user, title="Theirs")
-    draft_create(ad=theirs, kind="music", payload={"prompt": "their jingle"})
+    draft_create(ad=theirs, version=music("their jingle"))
     return {"ad": str(ad.pk), "theirs": str(theirs.pk), "conversation": str(conversation.pk)}
 
 
@@ -558,7 +559,7 @@ def test_a_prompt_injected_write_to_another_users_ad_is_refused(
     settings.ADSTUDIO_PROVIDER_FALLBACKS = []
     tool, key, arguments = INJECTED_CALLS[case]
     theirs = make_ad(owner=other_user, title="Theirs")
-    draft_create(ad=theirs, kind="music", payload={"prompt": "their jingle"})
+    draft_create(ad=theirs, version=music("their jingle"))
     theirs_before = (
         list(Ad.objects.filter(pk=theirs.pk).values()),
         list(Draft.objects.filter(ad=theirs).values()),

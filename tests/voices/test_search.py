@@ -175,29 +175,37 @@ def test_results_are_compact_records(make_voice):
         description="Long text the model does not need in a list.",
         provider="elevenlabs",
     )
-    bare = make_voice(name="Bare", language="th", provider="acme")
+    bare = make_voice(name="Bare", language="th", locale="th-TH", style="", provider="acme")
+    styled_by_use = make_voice(name="Use", language="th", locale="th-TH", style="", use_case="news")
 
-    second, first = search_voices("th")  # by name: Bare, Somchai
+    second, first, third = search_voices("th")  # by name: Bare, Somchai, Use
 
+    # The design's fields; not the provider nor a locale every result shares.
     assert first == {
         "id": str(voice.pk),
         "name": "Somchai",
         "language": "th",
-        "locale": "th-TH",
         "accent": "central",
         "gender": "male",
-        "age": "young",
         "style": "warm",
-        "provider": "elevenlabs",
     }
     # Empty fields are left out: fewer tokens in the tool result.
-    assert second == {
-        "id": str(bare.pk),
-        "name": "Bare",
-        "language": "th",
-        "gender": "female",
-        "provider": "acme",
-    }
+    assert second == {"id": str(bare.pk), "name": "Bare", "language": "th", "gender": "female"}
+    # A voice with no style is described by its use case, as the design does.
+    assert third["style"] == "news" and third["id"] == str(styled_by_use.pk)
+
+
+def test_locale_is_given_where_the_results_mix_locales(make_voice):
+    make_voice(name="Carioca", language="pt", locale="pt-BR")
+    make_voice(name="Lisboa", language="pt", locale="pt-PT")
+
+    results = search_voices("Portuguese")
+
+    assert [(v["name"], v["locale"]) for v in results] == [
+        ("Carioca", "pt-BR"),
+        ("Lisboa", "pt-PT"),
+    ]
+    assert all("locale" not in v for v in search_voices("pt-BR"))
 
 
 def test_one_query_per_search(make_voice, django_assert_num_queries):
