@@ -8,7 +8,7 @@ from pathlib import Path
 
 from drafts.models import Ad
 
-PROMPT_VERSION = "creative_director_v1"
+PROMPT_VERSION = "creative_director_v2"
 _PROMPTS_DIR = Path(__file__).resolve().parent / "prompts"
 
 FINAL_ANSWER_NUDGE = (
