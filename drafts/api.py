@@ -7,7 +7,12 @@ from __future__ import annotations
 import re
 
 from django.db.models import QuerySet
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import (
+    OpenApiParameter,
+    PolymorphicProxySerializer,
+    extend_schema,
+    extend_schema_field,
+)
 from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import ValidationError
@@ -15,6 +20,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from drafts.models import Ad, Draft, DraftKind, DraftStatus
+from drafts.payloads import MusicVersion, SfxVersion, VoiceVersion
 from drafts.selectors import draft_state
 from drafts.services import ad_create, ad_update, draft_activate
 from voices.languages import UnknownLanguage, normalise_language
@@ -97,6 +103,17 @@ class AdOutputSerializer(serializers.ModelSerializer):
         fields = ["id", "title", "brief", "createdAt", "updatedAt"]
 
 
+@extend_schema_field(
+    PolymorphicProxySerializer(
+        component_name="DraftPayload",
+        serializers=[VoiceVersion, MusicVersion, SfxVersion],
+        resource_type_field_name=None,
+    )
+)
+class DraftPayloadField(serializers.JSONField):
+    """The payload, documented as its kind's version shape (docs/api.md)."""
+
+
 class DraftOutputSerializer(serializers.ModelSerializer):
     adId = serializers.UUIDField(source="ad_id")
     version = serializers.CharField(source="label", help_text='"v1", "v2", ...')
@@ -106,6 +123,9 @@ class DraftOutputSerializer(serializers.ModelSerializer):
     parentVersion = serializers.SerializerMethodField()
     createdAt = serializers.DateTimeField(source="created_at")
     activatedAt = serializers.DateTimeField(source="activated_at", allow_null=True)
+    payload = DraftPayloadField(
+        help_text="VoiceVersion, MusicVersion or SfxVersion, as the draft's kind says."
+    )
 
     class Meta:
         model = Draft

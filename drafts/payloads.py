@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.json_schema import SkipJsonSchema
 
 from adstudio.text import clip_words
 from drafts.models import DraftKind
@@ -25,7 +26,16 @@ def track_id(index: int) -> str:
     return f"track-{index}"
 
 
-class VoiceTrack(BaseModel):
+class _Shape(BaseModel):
+    # As the API serialises a payload: every field with a default is there all the same,
+    # so the OpenAPI schema lists it as required; titles are the field names.
+    model_config = ConfigDict(
+        json_schema_serialization_defaults_required=True,
+        field_title_generator=lambda name, info: name,
+    )
+
+
+class VoiceTrack(_Shape):
     id: str = Field(description='"track-0" for the first track, then "track-1", ...')
     voiceId: str
     voiceName: str = Field(description="The catalogue voice's name when the draft was made.")
@@ -37,23 +47,31 @@ class VoiceTrack(BaseModel):
     speed: float = 1.0
 
 
-class VoiceVersion(BaseModel):
+class VoiceVersion(_Shape):
     voiceTracks: list[VoiceTrack]
     estimatedDurationS: float = Field(description="Estimated length of the script, seconds.")
 
 
-class MusicVersion(BaseModel):
+class MusicVersion(_Shape):
     musicPrompt: str
     musicProvider: Literal["loudly", "mubert"]
     duration: int = Field(description="Seconds.")
 
 
-class SfxPlacement(BaseModel):
+class SfxPlacement(_Shape):
+    # index is left out of the payload unless the type is afterVoice: not required.
+    model_config = ConfigDict(json_schema_serialization_defaults_required=False)
+
     type: Literal["start", "end", "afterVoice"]
-    index: int | None = Field(default=None, description="afterVoice: the voice track's index.")
+    # Absent unless the type is afterVoice (never null in a payload).
+    index: int | SkipJsonSchema[None] = Field(
+        default=None,
+        description="afterVoice: the voice track's index.",
+        json_schema_extra=lambda schema: schema.pop("default", None),
+    )
 
 
-class SoundFxPrompt(BaseModel):
+class SoundFxPrompt(_Shape):
     description: str
     placement: SfxPlacement
     duration: float = Field(description="Seconds.")
@@ -61,7 +79,7 @@ class SoundFxPrompt(BaseModel):
     overlap: float = 0.0
 
 
-class SfxVersion(BaseModel):
+class SfxVersion(_Shape):
     soundFxPrompts: list[SoundFxPrompt]
 
 

@@ -16,6 +16,8 @@ from schemathesis.checks import (
 )
 
 from adstudio.wsgi import application
+from drafts.services import draft_create
+from tests.support.versions import version_of
 
 MAX_EXAMPLES = 8  # per operation; benchmarks/ runs the long version
 
@@ -33,8 +35,10 @@ def _requests_in_the_test_transaction(db):
 
 @pytest.fixture
 def token(staff_user, make_ad, make_voice):
-    make_ad(owner=staff_user)
+    ad = make_ad(owner=staff_user)
     make_voice(language="th")
+    for kind in ("voices", "music", "sfx"):  # payloads checked against their shapes
+        draft_create(ad=ad, version=version_of(kind))
     return Token.objects.create(user=staff_user).key
 
 
@@ -69,3 +73,23 @@ def test_every_operation_documents_its_errors_in_the_one_shape(client):
     assert {"401", "403", "404"} <= set(ads) and "413" not in ads and "429" not in ads
     fields = document["components"]["schemas"]["Error"]["properties"]["error"]["properties"]
     assert set(fields) == {"code", "message", "fields"}
+
+
+def test_a_drafts_payload_is_documented_as_the_designs_version_shapes(client):
+    document = client.get("/api/schema/", HTTP_ACCEPT="application/vnd.oai.openapi+json").json()
+    schemas = document["components"]["schemas"]
+
+    payload = schemas["DraftOutput"]["properties"]["payload"]
+    assert payload["allOf"] == [{"$ref": "#/components/schemas/DraftPayload"}]
+    assert schemas["DraftPayload"]["oneOf"] == [
+        {"$ref": f"#/components/schemas/{name}"}
+        for name in ("VoiceVersion", "MusicVersion", "SfxVersion")
+    ]
+    track = schemas["VoiceTrack"]
+    assert track["required"] == [
+        "id", "voiceId", "voiceName", "text", "playAfter", "overlap", "speed"
+    ]  # fmt: skip
+    assert set(schemas["SoundFxPrompt"]["required"]) == {
+        "description", "placement", "duration", "playAfter", "overlap"
+    }  # fmt: skip
+    assert schemas["MusicVersion"]["required"] == ["musicPrompt", "musicProvider", "duration"]

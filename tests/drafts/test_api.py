@@ -181,6 +181,29 @@ def test_drafts_listing_filters_and_validates(api, ad):
     assert bad.status_code == 400 and "status" in bad.json()["error"]["fields"]
 
 
+def test_a_draft_is_served_with_its_payload_in_the_designs_shape(api, ad):
+    draft, _ = draft_create(ad=ad, version=version_of("voices"))
+
+    body = api.get(f"/api/drafts/{draft.pk}/").json()
+
+    assert body["kind"] == "voices" and body["version"] == "v1"
+    assert body["payload"] == {
+        "voiceTracks": [
+            {
+                "id": "track-0",
+                "voiceId": "1",
+                "voiceName": "Araya",
+                "text": "Hello.",
+                "playAfter": "start",
+                "overlap": 0.0,
+                "speed": 1.0,
+            }
+        ],
+        "estimatedDurationS": 1.0,
+    }
+    assert body["summary"] == "Voices, about 1 s: 1 track read by Araya"
+
+
 def test_activate_over_the_api_and_state_shows_it(api, ad):
     v1, _ = draft_create(ad=ad, version=music())
     v2, _ = draft_create(ad=ad, version=music())
