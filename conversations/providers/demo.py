@@ -509,7 +509,7 @@ def _summary(history: _History, duration: int) -> str:
             lines.append(f"- {label}: not saved ({error}).")
             continue
         version = result.get("versionId", "new version")
-        detail = result.get("summary") or _describe(call)
+        detail = _describe(call, result)
         lines.append(f"- {label} {version}: {detail}")
     if not lines:
         return _clarify(history)
@@ -526,12 +526,15 @@ def _summary(history: _History, duration: int) -> str:
     )
 
 
-def _describe(call: ToolCall) -> str:
+def _describe(call: ToolCall, result: dict[str, Any]) -> str:
+    """What a create call made, from its arguments (its result says only the version)."""
     args = call.arguments
     if call.name == "create_voice_draft":
         tracks = args.get("tracks") or []
         voices = len({t.get("voiceId") for t in tracks if isinstance(t, dict)})
-        return f"{len(tracks)} script lines read by {voices} voices."
+        seconds = result.get("estimatedDurationS")
+        length = f", about {seconds:g} s" if isinstance(seconds, int | float) else ""
+        return f"{len(tracks)} script lines read by {voices} voices{length}."
     if call.name == "create_music_draft":
         return str(args.get("prompt", ""))
     prompts = args.get("prompts") or []

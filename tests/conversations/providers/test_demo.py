@@ -34,15 +34,15 @@ BRIEF = (
     "Market: TH\nDuration: 30 s\nContext: Launch of the family plan in Thailand."
 )
 VOICES = [
-    {"id": "11", "name": "Ploy", "language": "th", "gender": "female", "provider": "x"},
-    {"id": "12", "name": "Mali", "language": "th", "gender": "female", "provider": "x"},
-    {"id": "21", "name": "Somchai", "language": "th", "gender": "male", "provider": "x"},
-    {"id": "22", "name": "Anan", "language": "th", "gender": "male", "provider": "x"},
+    {"id": "11", "name": "Ploy", "language": "th", "gender": "female"},
+    {"id": "12", "name": "Mali", "language": "th", "gender": "female"},
+    {"id": "21", "name": "Somchai", "language": "th", "gender": "male"},
+    {"id": "22", "name": "Anan", "language": "th", "gender": "male"},
 ]
 
 
 class Tools:
-    """A stand-in for the lead's tools: results shaped like theirs, versions counted per kind."""
+    """A stand-in for the real tools: results shaped like theirs, versions counted per kind."""
 
     def __init__(self, voices: list[dict[str, Any]] | None = None) -> None:
         self.voices = VOICES if voices is None else voices
@@ -61,12 +61,10 @@ class Tools:
         kind = {"create_voice_draft": "voices", "create_music_draft": "music"}.get(name, "sfx")
         self.versions[kind] += 1
         version = f"v{self.versions[kind]}"
-        return {
-            "versionId": version,
-            "kind": kind,
-            "status": "draft",
-            "summary": f"{kind} {version}",
-        }
+        result = {"versionId": version, "kind": kind, "status": "draft"}
+        if kind == "voices":
+            result["estimatedDurationS"] = 24.5
+        return result
 
 
 def play_turn(
@@ -134,7 +132,8 @@ def test_first_turn_searches_then_drafts_in_parallel_then_summarises():
     assert third.stop_reason is StopReason.END_TURN
     assert "offline demo director" in third.message.text
     assert "OPENAI_API_KEY" in third.message.text
-    assert "Voices v1" in third.message.text and "Music v1" in third.message.text
+    assert "- Voices v1: 4 script lines read by 2 voices, about 24.5 s." in third.message.text
+    assert "- Music v1: Warm, modern instrumental background music" in third.message.text
     assert (third.provider, third.usage.exact) == ("demo", False)
 
 
