@@ -62,15 +62,11 @@ class Batch:
     it before. Values are plain values (no expressions): the SQL is built directly from
     the fields, without the ORM's query compiler, whose cost would exceed the write's.
 
-    ``durable=False`` commits the write's transaction asynchronously (PostgreSQL's
-    ``synchronous_commit = off`` for that transaction): no wait for the WAL flush, at the
-    price that a database crash may lose the last fraction of a second of such commits.
-    Consistency is kept (a later durable commit flushes everything before it), so it is
-    for writes that are replayed when lost, like the steps of a resumable run.
+    Its commit waits for the disk, as every commit of this project does: a write the
+    database acknowledged survives a crash of the database (docs/RELIABILITY.md).
     """
 
-    def __init__(self, *, durable: bool = True) -> None:
-        self.durable = durable
+    def __init__(self) -> None:
         self._rows: dict[type[Model], list[Model]] = {}
         self._updates: list[tuple[str, list]] = []
         self._updated: set[tuple[type[Model], Any]] = set()
@@ -121,10 +117,6 @@ class Batch:
             return
         with connection.cursor() as cursor:
             if connection.vendor == "postgresql":
-                if not self.durable:
-                    # Transaction-local, so it applies to the commit of this statement's
-                    # transaction (or of the caller's, when one is open).
-                    writes.append(("SELECT set_config('synchronous_commit', 'off', true)", []))
                 *first, (last_sql, last_params) = writes
                 ctes = ", ".join(f"w{n} AS ({sql})" for n, (sql, _) in enumerate(first))
                 params = [p for _, ps in first for p in ps] + last_params

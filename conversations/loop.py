@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
-from django.db import DatabaseError
+from django.db import DatabaseError, InterfaceError, OperationalError, connection
 
 from adstudio.db import Batch, release_connection
 from adstudio.storable import without_nul
@@ -57,7 +57,14 @@ from conversations.providers.base import (
     Usage,
     UserMessage,
 )
-from conversations.services import EventLog, run_claim, run_finish
+from conversations.services import (
+    Claim,
+    EventLog,
+    history_whole,
+    run_claim,
+    run_finish,
+    run_held,
+)
 from conversations.step_gate import step_gate
 from conversations.tokens import message_tokens
 from conversations.tools import ToolOutcome, execute_tool_call, tool_specs
@@ -124,9 +131,7 @@ class RunState:
     failures: Counter = field(default_factory=Counter)
     messages: list[Message] = field(default_factory=list)
     # The current step's writes: one statement (and one commit) per step, not per row.
-    # A step lost to a database crash is redone when the run resumes, so its commit need
-    # not wait for the disk.
-    batch: Batch = field(default_factory=lambda: Batch(durable=False))
+    batch: Batch = field(default_factory=Batch)
     # What comes after the step being written, when it was decided with its writes.
     planned: CallModel | Stop | None = None
     # time.monotonic() after which no new step starts: the task's soft time limit, which
@@ -152,10 +157,63 @@ def run_agent(run_id: uuid.UUID | str) -> None:
         _run_agent(run_id)
 
 
+class _ResumeFromDatabase(Exception):
+    """What the worker holds of the run in memory can no longer be trusted: it takes the
+    run again and resumes from what the database holds."""
+
+
+# A run resumes from the database at most this many times in one task; past that a
+# history that will not come out whole ends the run failed, and a database that stays
+# away leaves the run to the recovery sweep.
+_MAX_RESUMES = 5
+_INCOMPLETE = (
+    "The run's stored history stayed incomplete after it was resumed; staff can see "
+    "the details in the logs."
+)
+
+
 def _run_agent(run_id: uuid.UUID | str) -> None:
-    claim = run_claim(run_id=uuid.UUID(str(run_id)))
-    if claim is None:
-        return
+    run_id = uuid.UUID(str(run_id))
+    claim = run_claim(run_id=run_id)
+    resumes = 0
+    while claim is not None:
+        try:
+            _execute(claim, give_up=resumes >= _MAX_RESUMES)
+            return
+        except _ResumeFromDatabase as reason:
+            resumes += 1
+            logger.warning("run %s: %s; resuming it from what is stored", run_id, reason)
+            claim = _claim_again(run_id, holder=claim.run.claims)
+
+
+def _claim_again(run_id: uuid.UUID, *, holder: int) -> Claim | None:
+    """The run taken again by the worker that holds it, once the database answers; None
+    if another worker has taken it meanwhile, it has ended, or the database stays away
+    longer than a heartbeat may go stale (the recovery sweep resumes it then)."""
+    deadline = time.monotonic() + settings.ADSTUDIO_RUN_STALE_AFTER
+    delay = 0.1
+    while True:
+        connection.close()  # a broken connection goes back to the pool, which drops it
+        try:
+            return run_claim(run_id=run_id, holder=holder)
+        except (OperationalError, InterfaceError) as exc:
+            if time.monotonic() + delay > deadline:
+                logger.warning(
+                    "run %s: the database is still unreachable (%s); the recovery sweep "
+                    "resumes the run",
+                    run_id,
+                    exc,
+                )
+                return None
+            time.sleep(delay)
+            delay = min(delay * 2, 5.0)
+
+
+def _execute(claim: Claim, *, give_up: bool) -> None:
+    """Drive the claimed run to its end and finish it. Raises ``_ResumeFromDatabase``
+    when the database connection is lost (a restart, a terminated backend): a transient
+    fault, after which the step that failed may or may not be stored. With ``give_up``,
+    a history that is not whole ends the run failed instead."""
     run = claim.run
     outcome: Final | Stop
     heartbeat = Heartbeat(
@@ -170,6 +228,8 @@ def _run_agent(run_id: uuid.UUID | str) -> None:
             state = _load_state(run, heartbeat, claim.events)
             state.deadline = deadline
             outcome = _drive(state)
+    except (OperationalError, InterfaceError) as exc:
+        raise _ResumeFromDatabase(f"its database connection was lost ({exc})") from exc
     except providers.ProviderUnavailable as exc:
         outcome = Stop(RunStatus.FAILED, StopCause.ERROR, "provider_unavailable", str(exc))
     except ProviderError as exc:
@@ -187,23 +247,31 @@ def _run_agent(run_id: uuid.UUID | str) -> None:
     if heartbeat.lost:  # another worker holds the run now: it is its to finish
         logger.warning("run %s was taken over by another worker; this one stops", run.pk)
         return
-    if isinstance(outcome, Final):
-        run_finish(
-            run_id=run.pk,
-            status=RunStatus.SUCCEEDED,
-            cause=outcome.cause,
-            final_message=outcome.text,
-            claim=run.claims,
-        )
-    else:
-        run_finish(
-            run_id=run.pk,
-            status=outcome.status,
-            cause=outcome.cause,
-            error_code=outcome.code,
-            error_message=outcome.message,
-            claim=run.claims,
-        )
+    if isinstance(outcome, Final) and give_up and not history_whole(run_id=run.pk):
+        logger.error("run %s: its stored history is not whole; it ends failed", run.pk)
+        outcome = Stop(RunStatus.FAILED, StopCause.ERROR, "history_incomplete", _INCOMPLETE)
+    try:
+        if isinstance(outcome, Final):
+            finished = run_finish(
+                run_id=run.pk,
+                status=RunStatus.SUCCEEDED,
+                cause=outcome.cause,
+                final_message=outcome.text,
+                claim=run.claims,
+            )
+            if not finished and run_held(run_id=run.pk, claim=run.claims):
+                raise _ResumeFromDatabase("its stored history is not whole")
+        else:
+            run_finish(
+                run_id=run.pk,
+                status=outcome.status,
+                cause=outcome.cause,
+                error_code=outcome.code,
+                error_message=outcome.message,
+                claim=run.claims,
+            )
+    except (OperationalError, InterfaceError) as exc:
+        raise _ResumeFromDatabase(f"its database connection was lost ({exc})") from exc
 
 
 # --- State -----------------------------------------------------------------------------
@@ -374,6 +442,7 @@ def _model_step(state: RunState, *, final: bool = False) -> RunTools | Final | S
     state.batch.write()  # the model_call.started event, with what came before it
     text_stream = _TextEvents(state.events)
     release_connection()  # a worker with many runs waiting needs few connections
+
     try:
         with step_gate().released():
             response = providers.generate(

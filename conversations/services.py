@@ -24,6 +24,7 @@ from adstudio.db import Add, Batch, columns, from_row, quote_name
 from conversations import providers
 from conversations.models import (
     Conversation,
+    Message,
     Run,
     RunEvent,
     RunEventType,
@@ -224,12 +225,15 @@ def _lock_with_conversation(run_id: uuid.UUID) -> _LockedRun | None:
     return _LockedRun(run=run, after_unfinished=bool(row[at]))
 
 
-def run_claim(*, run_id: uuid.UUID) -> Claim | None:
+def run_claim(*, run_id: uuid.UUID, holder: int | None = None) -> Claim | None:
     """Take the run for this worker, or return None when it must not run now.
 
     Under the conversation's row lock: a finished run, a run another live worker holds
     (fresh heartbeat), and a run with an earlier unfinished run in its conversation are
-    left alone; the earlier run starts this one when it finishes.
+    left alone; the earlier run starts this one when it finishes. ``holder`` is the claim
+    token of a worker that holds the run and takes it again to resume it from what is
+    stored (after losing its database connection): its own fresh heartbeat does not stop
+    it, a takeover by another worker (a higher token) does.
 
     The earlier runs are read by the locking statement, so after waiting for the lock it
     may still see as running a run whose finish it waited for. It then leaves the run
@@ -246,7 +250,9 @@ def run_claim(*, run_id: uuid.UUID) -> Claim | None:
         if run.status == RunStatus.QUEUED and run.cancel_requested:
             _finish(run, status=RunStatus.CANCELLED, cause=StopCause.CANCELLED)
             return None
-        if run.status == RunStatus.RUNNING and _is_fresh(run, now):
+        if holder is not None and (run.status != RunStatus.RUNNING or run.claims != holder):
+            return None
+        if run.status == RunStatus.RUNNING and _is_fresh(run, now) and holder is None:
             return None
         if locked.after_unfinished:
             return None
@@ -260,8 +266,7 @@ def run_claim(*, run_id: uuid.UUID) -> Claim | None:
         if run.error_code == ENQUEUE_FAILED:
             run.error_code, run.error_message = "", ""
         events = EventLog(run, next_seq=None if resumed else 1)
-        # A claim lost to a database crash is made again by the recovery sweep.
-        writes = Batch(durable=False)
+        writes = Batch()
         writes.update(Run, run.pk, **{f: getattr(run, f) for f in _CLAIMED_FIELDS})
         writes.insert(*events.numbered((RunEventType.RUN_STARTED, {"resumed": resumed})))
         writes.write()
@@ -354,20 +359,24 @@ def _finished_event(fields: dict) -> dict:
     }
 
 
-def _write_finish(run_id: uuid.UUID, fields: dict, *, claim: int | None = None) -> uuid.UUID | None:
+def _write_finish(
+    run_id: uuid.UUID, fields: dict, *, claim: int | None = None, whole: bool = False
+) -> uuid.UUID | None:
     """Write the finish in one statement (PostgreSQL): the run, its usage added to its
     conversation's totals (whose ``updated_at`` is its last activity) and its
     ``run.finished`` event. Returns the run's conversation, or None when the run had
-    already ended, in which case nothing is written."""
+    already ended (or, with ``whole``, its history is not whole), in which case nothing
+    is written."""
     now = fields["finished_at"]
     with connection.cursor() as cursor:
         cursor.execute(
-            _finish_sql(held=claim is not None),
+            _finish_sql(held=claim is not None, whole=whole),
             [
                 *(_prep(Run, name, fields[name]) for name in _FINISHED_FIELDS),
                 _uuid(run_id),
                 *RunStatus.finished(),
                 *([claim] if claim is not None else []),
+                *([_uuid(run_id)] * _WHOLE_HISTORY_PARAMS if whole else []),
                 _prep(Conversation, "updated_at", now),
                 RunEventType.RUN_FINISHED,
                 _prep(RunEvent, "data", _finished_event(fields)),
@@ -469,10 +478,13 @@ def run_finish(
     """End the run exactly once (False if it had already ended) and start the next
     queued run of its conversation. With ``claim`` (the worker's ``Run.claims`` token),
     only while that worker still holds the run: one whose run was taken over by another
-    worker must not end it under that worker.
+    worker must not end it under that worker. A worker's run succeeds only over a history
+    the database holds whole (``_WHOLE_HISTORY``); otherwise nothing is written, False is
+    returned, and the run is still the worker's to resume from what is stored.
 
     On PostgreSQL this is the finish's one statement, which ends the run only if it has
     not ended yet: no lock, read or commit of its own at the end of every run."""
+    whole = claim is not None and status == RunStatus.SUCCEEDED
     outcome = {
         "status": status,
         "cause": cause,
@@ -481,7 +493,9 @@ def run_finish(
         "final_message": final_message,
     }
     if connection.vendor == "postgresql":
-        conversation_id = _write_finish(run_id, _finished_fields(**outcome), claim=claim)
+        conversation_id = _write_finish(
+            run_id, _finished_fields(**outcome), claim=claim, whole=whole
+        )
         if conversation_id is None:
             return False
         _start_next_after_commit(conversation_id)
@@ -494,6 +508,8 @@ def run_finish(
             return False
         run, _ = from_row(Run, row)
         if run.status in RunStatus.finished() or claim not in (None, run.claims):
+            return False
+        if whole and not history_whole(run_id=run_id):
             return False
         _finish(run, **outcome)
         return True
@@ -511,19 +527,73 @@ def _column(model: type[Model], name: str) -> str:
 _USAGE_TOTALS = ("prompt_tokens", "completion_tokens", "cached_tokens", "cost")
 
 
+# A run's history is whole when its user message is stored, its messages are
+# contiguous, each tool call of its assistant messages has a result after it, and its
+# last message is an assistant message that calls no tool (the answer). A worker's run
+# succeeds only then: a step the database lost (a crash) is redone, never skipped.
+_WHOLE_HISTORY = (
+    "EXISTS (SELECT 1 FROM {m} u WHERE u.run_id = %s AND u.role = 'user') "
+    "AND (SELECT count(*) = max(seq) - min(seq) + 1 FROM {m} WHERE run_id = %s) "
+    "AND NOT EXISTS (SELECT 1 FROM {m} a CROSS JOIN LATERAL jsonb_array_elements("
+    "CASE jsonb_typeof(a.tool_calls) WHEN 'array' THEN a.tool_calls ELSE '[]' END) c "
+    "WHERE a.run_id = %s AND a.role = 'assistant' AND NOT EXISTS (SELECT 1 FROM {m} t "
+    "WHERE t.run_id = a.run_id AND t.role = 'tool' AND t.seq > a.seq "
+    "AND t.tool_call_id = c.value ->> 'id')) "
+    "AND EXISTS (SELECT 1 FROM {m} l WHERE l.run_id = %s AND l.role = 'assistant' "
+    "AND l.tool_calls IN ('[]', 'null') "
+    "AND l.seq = (SELECT max(seq) FROM {m} WHERE run_id = %s))"
+)
+_WHOLE_HISTORY_PARAMS = _WHOLE_HISTORY.count("%s")
+
+
+def history_whole(*, run_id: uuid.UUID) -> bool:
+    """Whether the database holds the run's history whole (``_WHOLE_HISTORY``)."""
+    with connection.cursor() as cursor:
+        cursor.execute(_whole_history_sql(), [_uuid(run_id)] * _WHOLE_HISTORY_PARAMS)
+        return cursor.fetchone() is not None
+
+
+def run_held(*, run_id: uuid.UUID, claim: int) -> bool:
+    """Whether the run is running under the claim token ``claim``."""
+    return Run.objects.filter(pk=run_id, status=RunStatus.RUNNING, claims=claim).exists()
+
+
 @cache
-def _finish_sql(*, held: bool) -> str:
+def _whole_history_sql() -> str:
+    """SELECT a row when the run's history is whole (the check on its own; SQLite reads
+    JSON with its own functions)."""
+    m = quote_name(Message._meta.db_table)
+    if connection.vendor == "postgresql":
+        return f"SELECT 1 WHERE {_WHOLE_HISTORY.format(m=m)}"
+    return (
+        f"SELECT 1 WHERE EXISTS (SELECT 1 FROM {m} u WHERE u.run_id = %s AND u.role = 'user') "
+        f"AND (SELECT count(*) = max(seq) - min(seq) + 1 FROM {m} WHERE run_id = %s) "
+        f"AND NOT EXISTS (SELECT 1 FROM {m} a, json_each(a.tool_calls) c "
+        "WHERE a.run_id = %s AND a.role = 'assistant' AND NOT EXISTS (SELECT 1 FROM "
+        f"{m} t WHERE t.run_id = a.run_id AND t.role = 'tool' AND t.seq > a.seq "
+        "AND t.tool_call_id = json_extract(c.value, '$.id'))) "
+        f"AND EXISTS (SELECT 1 FROM {m} l WHERE l.run_id = %s AND l.role = 'assistant' "
+        "AND json_array_length(l.tool_calls) = 0 "
+        f"AND l.seq = (SELECT max(seq) FROM {m} WHERE run_id = %s))"
+    )
+
+
+@cache
+def _finish_sql(*, held: bool, whole: bool = False) -> str:
     """``_write_finish``'s statement. Its event takes the run's next sequence number.
-    ``held``: only while the run's claims are the given token."""
+    ``held``: only while the run's claims are the given token; ``whole``: only over a
+    whole history (``_WHOLE_HISTORY``)."""
     runs, conversations, events = (
         quote_name(m._meta.db_table) for m in (Run, Conversation, RunEvent)
     )
     assignments = ", ".join(f"{_column(Run, name)} = %s" for name in _FINISHED_FIELDS)
     usage = [_column(Run, name) for name in _USAGE_TOTALS]  # named alike on both models
     totals = ", ".join(f"{column} = c.{column} + f.{column}" for column in usage)
+    whole_history = _WHOLE_HISTORY.format(m=quote_name(Message._meta.db_table))
     return (
         f"WITH f AS (UPDATE {runs} SET {assignments} WHERE id = %s AND status NOT IN (%s, %s, %s) "
         f"{'AND claims = %s ' if held else ''}"
+        f"{f'AND {whole_history} ' if whole else ''}"
         f"RETURNING id, conversation_id, {', '.join(usage)}), "
         f"c AS (UPDATE {conversations} c SET {totals}, updated_at = %s FROM f "
         "WHERE c.id = f.conversation_id), "

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-from django.db import transaction
+from django.db import InterfaceError, OperationalError, transaction
 from pydantic import BaseModel, ValidationError
 
 from adstudio.tools import Tool, ToolContext, ToolError
@@ -108,7 +108,8 @@ def execute_tool_call(
     record: Callable[[ToolOutcome], None] | None = None,
 ) -> ToolOutcome:
     """Run one call: an unknown tool, unparseable or invalid arguments, a foreign ad and
-    a ``ToolError`` all come back as error results the model can act on.
+    a ``ToolError`` all come back as error results the model can act on. A lost
+    database connection is raised: it is no fault of the call.
 
     ``record(outcome)`` (persisting the tool message) runs in the same transaction as the
     handler, so a result is stored exactly when the handler's writes are. A handler that
@@ -129,6 +130,11 @@ def execute_tool_call(
         except ToolError as exc:
             outcome = ToolOutcome(exc.as_result(), is_error=True)
             _discard_staged(ctx)
+        except (OperationalError, InterfaceError):
+            # The database went away (a restart, a dropped connection), not the tool: the
+            # run resumes from what is stored and calls it again.
+            _discard_staged(ctx)
+            raise
         except Exception:
             _discard_staged(ctx)
             logger.exception("tool %s failed on call %s", call.name, call.id)

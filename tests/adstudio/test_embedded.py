@@ -48,11 +48,15 @@ def test_the_demo_director_drafts_every_panel_on_sqlite(tmp_path):
     assert chat.returncode == 0, chat.stdout + chat.stderr
 
     code = (
-        "import json; from drafts.models import Draft; "
-        "print(json.dumps(sorted(Draft.objects.values_list('kind', 'version'))))"
+        "import json; from drafts.models import Draft; from conversations.models import Run; "
+        "print(json.dumps([sorted(Draft.objects.values_list('kind', 'version')), "
+        "list(Run.objects.order_by('created_at').values_list('status', 'error_code'))]))"
     )
-    drafts = manage("shell", "--no-imports", "-c", code, database=database)
-    assert drafts.returncode == 0, drafts.stderr
+    stored = manage("shell", "--no-imports", "-c", code, database=database)
+    assert stored.returncode == 0, stored.stderr
+    drafts, runs = json.loads(stored.stdout)
     # generation: v1 of each panel; the follow-up: music v2 only
-    assert json.loads(drafts.stdout) == [["music", 1], ["music", 2], ["sfx", 1], ["voices", 1]]
+    assert drafts == [["music", 1], ["music", 2], ["sfx", 1], ["voices", 1]]
+    # each over a history SQLite holds whole (the finish checks it there too)
+    assert runs == [["succeeded", ""], ["succeeded", ""]]
     assert "internal error" not in chat.stdout

@@ -8,8 +8,8 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from conversations.models import Conversation, Run, RunEvent
-from conversations.services import run_finish
+from conversations.models import Conversation, Message, Run, RunEvent
+from conversations.services import history_whole, run_finish
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -91,6 +91,7 @@ def test_finishing_a_run_that_does_not_exist_changes_nothing(running):
 
 def test_a_worker_whose_run_was_taken_over_cannot_finish_it(running):
     Run.objects.filter(pk=running.pk).update(claims=2)  # a second worker claimed it
+    history(running, USER, CALL, RESULT, ANSWER)
 
     stale = run_finish(run_id=running.pk, status="failed", cause="error", claim=1)
     holder = run_finish(run_id=running.pk, status="succeeded", cause="final_answer", claim=2)
@@ -99,3 +100,59 @@ def test_a_worker_whose_run_was_taken_over_cannot_finish_it(running):
     running.refresh_from_db()
     assert running.status == "succeeded"
     assert RunEvent.objects.filter(run=running, type="run.finished").count() == 1
+
+
+USER = ("user", "Make the ad.", [], "")
+CALL = ("assistant", "", [{"id": "c1", "name": "create_music_draft", "arguments": {}}], "")
+SECOND_CALL = ("assistant", "", [{"id": "c2", "name": "search_voices", "arguments": {}}], "")
+RESULT = ("tool", '{"versionId":"v1"}', [], "c1")
+ANSWER = ("assistant", "Music v1 is ready.", [], "")
+
+
+def history(run: Run, *messages: tuple, first_seq: int = 1, gap_after: int | None = None) -> None:
+    seq = first_seq
+    for n, (role, text, tool_calls, call_id) in enumerate(messages):
+        Message.objects.create(
+            conversation=run.conversation,
+            run=run,
+            seq=seq,
+            role=role,
+            text=text,
+            tool_calls=tool_calls,
+            tool_call_id=call_id,
+            name="create_music_draft" if call_id else "",
+        )
+        seq += 2 if n == gap_after else 1
+
+
+@pytest.mark.parametrize(
+    ("messages", "gap_after", "whole"),
+    [
+        ((USER, CALL, RESULT, ANSWER), None, True),
+        ((USER, ANSWER), None, True),
+        ((CALL, RESULT, ANSWER), None, False),  # the user message is lost
+        ((USER, CALL, ANSWER), None, False),  # a call without its result
+        ((USER, CALL, RESULT, SECOND_CALL, ANSWER), None, False),
+        ((USER, CALL, RESULT, ANSWER), 1, False),  # a step lost in the middle
+        ((USER, CALL, RESULT), None, False),  # no answer after the last result
+        ((USER,), None, False),
+        ((), None, False),
+    ],
+    ids=["whole", "no-tools", "no-user", "unanswered", "unanswered-later", "gap", "no-answer",
+         "only-user", "empty"],
+)  # fmt: skip
+def test_a_workers_run_succeeds_only_over_a_whole_history(running, messages, gap_after, whole):
+    """A step the database lost is redone, never skipped: the worker's success is not
+    written over a history with a hole in it, and the run stays the worker's to resume."""
+    Run.objects.filter(pk=running.pk).update(claims=1)
+    history(running, *messages, gap_after=gap_after)
+
+    assert history_whole(run_id=running.pk) is whole
+    finished = run_finish(run_id=running.pk, status="succeeded", cause="final_answer", claim=1)
+
+    assert finished is whole
+    running.refresh_from_db()
+    assert running.status == ("succeeded" if whole else "running")
+    assert RunEvent.objects.filter(run=running, type="run.finished").count() == int(whole)
+    if not whole:  # a failure, a cancellation, or a finish without a claim is not held up
+        assert run_finish(run_id=running.pk, status="failed", cause="error", claim=1)

@@ -507,6 +507,26 @@ def test_a_live_run_is_not_taken_twice(en_ad):
     assert run_claim(run_id=finished.pk) is None
 
 
+def test_the_worker_holding_a_run_takes_it_again_to_resume_it(en_ad):
+    """After losing its database connection a worker takes its own live run again (its
+    fresh heartbeat does not stop it); a run taken over or ended is not its to take."""
+    run = Run.objects.create(
+        conversation=_conversation(en_ad),
+        input_text="hi",
+        status="running",
+        heartbeat_at=timezone.now(),
+        claims=3,
+    )
+    assert run_claim(run_id=run.pk, holder=2) is None  # another worker's claim since
+    again = run_claim(run_id=run.pk, holder=3)
+    assert again is not None and again.run.claims == 4
+    assert run_claim(run_id=run.pk, holder=3) is None  # its token is stale now
+    events = RunEvent.objects.filter(run=run, type="run.started")
+    assert [e.data for e in events] == [{"resumed": True}]
+    Run.objects.filter(pk=run.pk).update(status="failed", finished_at=timezone.now())
+    assert run_claim(run_id=run.pk, holder=4) is None
+
+
 def test_two_messages_at_once_are_processed_in_order(fake_providers, en_ad):
     fake_providers.script(turn("first answer", delay=0.3), turn("second answer"))
     conversation = _conversation(en_ad)

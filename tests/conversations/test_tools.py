@@ -6,6 +6,7 @@ import json
 import uuid
 
 import pytest
+from django.db import InterfaceError, OperationalError
 
 from adstudio.tools import ToolContext
 from conversations.providers.base import ToolCall
@@ -112,6 +113,26 @@ def test_a_handler_crash_rolls_back_its_savepoint(ctx, monkeypatch):
     assert outcome.content["error"] == "create_sfx_draft failed with an internal error."
     assert "disk on fire" not in outcome.text
     assert not Draft.objects.exists()
+
+
+@pytest.mark.parametrize("error", [OperationalError, InterfaceError])
+def test_a_lost_database_connection_is_not_the_tools_error(ctx, monkeypatch, error):
+    """The run resumes from what is stored and calls the tool again; answering the model
+    with an internal error would leave the call answered and the draft never written."""
+    import drafts.tools
+
+    def connection_lost(*args, **kwargs):
+        raise error("terminating connection due to administrator command")
+
+    monkeypatch.setattr(drafts.tools, "approved_voices_by_id", connection_lost)
+    recorded = []
+    with pytest.raises(error):
+        execute_tool_call(
+            tool_call("create_voice_draft", {"tracks": [{"voiceId": "1", "text": "Hi"}]}),
+            ctx,
+            record=recorded.append,
+        )
+    assert recorded == []
 
 
 def test_rows_a_failed_handler_staged_are_not_written_with_its_error(ctx, monkeypatch):

@@ -246,6 +246,47 @@ def test_killed_between_draft_write_and_tool_message(worker, fake_openai, make_a
     assert_invariants([run], survivors=survivors)
 
 
+def test_a_connection_lost_in_the_middle_of_a_step_resumes_the_run(worker, fake_openai, make_ad):
+    """The worker's connection is terminated while it writes a tool step: a transient
+    fault. The worker takes the run again and resumes from what is stored (the step was
+    rolled back), executing the call once; the run does not fail."""
+    ad = make_ad(language="en")
+    fake_openai.script(
+        turn(tool_calls=[call("create_music_draft", {"prompt": "warm acoustic pop"})]),
+        turn("Music v1 is ready."),
+    )
+    conversation = conversation_create(ad=ad)
+    run = start_generation(ad=ad, conversation=conversation)
+
+    with lock_holder() as holder:
+        holder.execute(  # as above: the worker's write of message #3 waits for us
+            "INSERT INTO conversations_message (conversation_id, seq, role, text, tool_calls, "
+            "tool_call_id, name, is_error, provider_data, tokens, created_at) "
+            "VALUES (%s, 3, 'user', 'lock', '[]', '', '', false, '{}', 0, now())",
+            [conversation.pk],
+        )
+        pids = wait_for(
+            lambda: backends_waiting_on_lock('INSERT INTO "conversations_message"'),
+            what="the worker to wait on the tool message insert",
+        )
+        with psycopg.connect(database_url(), autocommit=True) as own:
+            own.execute("SELECT pg_terminate_backend(%s)", [pids[0]])
+        holder.rollback()
+
+    wait_for(lambda: finished(run), what="the resumed run")
+    assert run.status == "succeeded", f"{run.error_code}: {run.error_message}"
+    assert run.final_message == "Music v1 is ready."
+    assert list(Draft.objects.filter(ad=ad).values_list("kind", "version")) == [("music", 1)]
+    tools = Message.objects.filter(conversation=conversation, role="tool")
+    assert [(m.seq, m.name, m.is_error) for m in tools] == [(3, "create_music_draft", False)]
+    assert len(fake_openai.requests) == 2  # the stored reply was not asked for again
+    started = RunEvent.objects.filter(run=run, type="run.started").order_by("seq")
+    assert [e.data["resumed"] for e in started] == [False, True]
+    assert "resuming it from what is stored" in worker.log.read_text()
+    assert worker.starts == 1  # the same worker, no recovery sweep
+    assert_invariants([run])
+
+
 def test_killed_after_final_message_before_run_is_marked_done(worker, fake_openai, make_ad):
     """The final answer is stored; the resumed run finishes with it and asks nothing again."""
     ad = make_ad(language="en")
@@ -264,8 +305,8 @@ def test_killed_after_final_message_before_run_is_marked_done(worker, fake_opena
             "SELECT 1 FROM conversations_conversation WHERE id = %s FOR NO KEY UPDATE",
             [run.conversation_id],
         )
-        pids = wait_for(
-            lambda: backends_waiting_on_lock('UPDATE "conversations_conversation"'),
+        pids = wait_for(  # the finish's statement begins so (pg_stat_activity cuts it)
+            lambda: backends_waiting_on_lock('WITH f AS (UPDATE "conversations_run"'),
             what="the worker to wait on finishing the run after the final message",
         )
         final = Message.objects.filter(conversation=run.conversation).order_by("-seq").first()
