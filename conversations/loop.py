@@ -18,7 +18,7 @@ from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 from django.db import DatabaseError, InterfaceError, OperationalError, connection
 
-from adstudio.db import Batch, release_connection
+from adstudio.db import Batch, insert_rows, release_connection
 from adstudio.storable import without_nul
 from adstudio.tools import ToolContext
 from conversations import providers
@@ -37,6 +37,7 @@ from conversations.models import (
     ModelCall,
     Role,
     Run,
+    RunEvent,
     RunEventType,
     RunStatus,
     StopCause,
@@ -66,7 +67,7 @@ from conversations.services import (
     run_held,
 )
 from conversations.step_gate import step_gate
-from conversations.tokens import message_tokens
+from conversations.tokens import count_tokens, message_tokens
 from conversations.tools import ToolOutcome, execute_tool_call, tool_specs
 
 logger = logging.getLogger(__name__)
@@ -226,6 +227,8 @@ def _execute(claim: Claim, *, give_up: bool) -> None:
     try:
         with heartbeat:
             state = _load_state(run, heartbeat, claim.events)
+            if claim.resumed:
+                _record_interrupted_call(state)
             state.deadline = deadline
             outcome = _drive(state)
     except (OperationalError, InterfaceError) as exc:
@@ -443,23 +446,24 @@ def _model_step(state: RunState, *, final: bool = False) -> RunTools | Final | S
     text_stream = _TextEvents(state.events)
     release_connection()  # a worker with many runs waiting needs few connections
 
-    try:
-        with step_gate().released():
-            response = providers.generate(
-                request,
-                route=state.route,
-                on_attempt=lambda attempt: (
-                    text_stream.attempt_ended(failed=attempt.error is not None),
-                    state.batch.insert(_model_call(run, round_no, attempt)),
-                ),
-                on_text=text_stream.add,
-            )
-    except Exception:
+    def record_attempt(attempt: providers.Attempt) -> None:
+        text_stream.attempt_ended(failed=attempt.error is not None)
+        row = _model_call(run, round_no, attempt)
+        if attempt.error is None:
+            state.batch.insert(row)  # written with the reply
+            return
+        # Now: a retry or another provider may follow, and a worker that dies before the
+        # step is written must not take the record of a paid request with it.
         try:
-            state.batch.write()  # the failed attempts, for staff
+            insert_rows(row)
         except DatabaseError:  # the run's own error is the one to report
-            logger.warning("could not record the failed model calls of run %s", run.pk)
-        raise
+            logger.warning("could not record a failed model call of run %s", run.pk)
+        release_connection()
+
+    with step_gate().released():
+        response = providers.generate(
+            request, route=state.route, on_attempt=record_attempt, on_text=text_stream.add
+        )
     text_stream.flush()
     message = storable_reply(response.message)
     # Calls of a reply cut off at its token limit, or stopped by the content filter, are
@@ -633,6 +637,63 @@ class _TextEvents:
             self.buffer.clear()
             self.sent_any = self.sent_this_attempt = True
         self.last = time.monotonic()
+
+
+INTERRUPTED = "interrupted"
+
+
+def _record_interrupted_call(state: RunState) -> None:
+    """Record the model call a resumed run's worker was waiting on when it died or lost
+    the database: the request was sent (its round's ``model_call.started`` is written
+    before it) and may be paid for, but its round never ended and no row says so. Its
+    prompt tokens are estimated from the request this run sends again now; the stats
+    then count every provider request."""
+    run = state.run
+    last = (
+        RunEvent.objects.filter(run=run, type=RunEventType.MODEL_CALL_STARTED)
+        .order_by("-seq")
+        .values_list("data", "created_at")
+        .first()
+    )
+    if last is None or last[0].get("round", 0) <= run.rounds:
+        return  # the last call made came back and was stored
+    round_no, started_at = last[0]["round"], last[1]
+    calls = ModelCall.objects.filter(run=run, round=round_no)
+    if calls.filter(error_code=INTERRUPTED, created_at__gte=started_at).exists():
+        return  # recorded by an earlier resume
+    binding = state.route[0]
+    usage = Usage(prompt_tokens=_prompt_tokens(state), exact=False)
+    run.prompt_tokens += usage.prompt_tokens
+    run.cost += usage_cost(model=binding.model, usage=usage)
+    run.cost_exact = False
+    writes = Batch()
+    writes.insert(
+        ModelCall(
+            run=run,
+            round=round_no,
+            attempt=calls.count() + 1,
+            provider=binding.name,
+            model=binding.model,
+            prompt_tokens=usage.prompt_tokens,
+            usage_exact=False,
+            finish_reason=StopReason.ERROR,
+            error_code=INTERRUPTED,
+            error="No reply was received: the worker stopped while it waited for the model "
+            "(the prompt tokens are estimated).",
+        )
+    )
+    writes.update(Run, run.pk, prompt_tokens=run.prompt_tokens, cost=run.cost, cost_exact=False)
+    writes.write()
+
+
+def _prompt_tokens(state: RunState) -> int:
+    """An estimate of one request's prompt: system prompt, tools and history."""
+    tools = json.dumps([spec.parameters for spec in tool_specs()], ensure_ascii=False)
+    return (
+        count_tokens(system_prompt())
+        + count_tokens(tools)
+        + sum(message_tokens(message) for message in state.messages)
+    )
 
 
 def _model_call(run: Run, round_no: int, attempt: providers.Attempt) -> ModelCall:

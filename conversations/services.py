@@ -191,6 +191,7 @@ class Claim:
     run: Run
     events: EventLog
     cancel_requested: bool
+    resumed: bool = False  # claimed before: it continues from what is stored
 
 
 _CLAIMED_FIELDS = (
@@ -270,7 +271,7 @@ def run_claim(*, run_id: uuid.UUID, holder: int | None = None) -> Claim | None:
         writes.update(Run, run.pk, **{f: getattr(run, f) for f in _CLAIMED_FIELDS})
         writes.insert(*events.numbered((RunEventType.RUN_STARTED, {"resumed": resumed})))
         writes.write()
-        return Claim(run=run, events=events, cancel_requested=run.cancel_requested)
+        return Claim(run=run, events=events, cancel_requested=run.cancel_requested, resumed=resumed)
 
 
 class EventLog:

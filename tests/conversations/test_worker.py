@@ -79,7 +79,16 @@ def test_a_run_survives_its_worker_being_killed_mid_model_call(worker, fake_open
     assert Message.objects.filter(conversation=run.conversation, role="user").count() == 1
     assert Message.objects.filter(conversation=run.conversation, role="assistant").count() == 2
     assert list(Draft.objects.values_list("kind", "version")) == [("music", 1)]
-    assert ModelCall.objects.filter(run=run).count() == 2  # the killed call never returned
+    # Every request the provider saw has its row, the one in flight at the kill too: it
+    # may be paid for, so its prompt (estimated) counts in the run's usage.
+    calls = list(ModelCall.objects.filter(run=run).order_by("id"))
+    assert len(calls) == len(fake_openai.requests) == 3
+    interrupted = calls[0]
+    assert (interrupted.round, interrupted.error_code) == (1, "interrupted")
+    assert interrupted.prompt_tokens > 100 and not interrupted.usage_exact
+    assert [(c.round, c.error_code) for c in calls[1:]] == [(1, ""), (2, "")]
+    assert run.prompt_tokens == sum(c.prompt_tokens for c in calls)
+    assert not run.cost_exact
     events = RunEvent.objects.filter(run=run)
     assert events.filter(type="run.finished").count() == 1
     assert [e.data["resumed"] for e in events.filter(type="run.started").order_by("seq")] == [
