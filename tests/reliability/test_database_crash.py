@@ -1,4 +1,5 @@
-"""PostgreSQL crashes under a real worker, on a server of the test's own.
+"""PostgreSQL crashes and restarts under a real worker and web server, on a server of
+the test's own.
 
 The server (``tests.support.postgres``) is killed outright a moment after the worker
 committed a step: whatever PostgreSQL had acknowledged must survive, and the worker,
@@ -11,18 +12,21 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import threading
 import time
 from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 
+import httpx
 import psycopg
 import pytest
 
 from tests.fakes.server import TEST_API_KEY, Turn, call
 from tests.support.postgres import PostgresServer
-from tests.support.worker import ROOT, RedisServer, WorkerProcess
+from tests.support.worker import ROOT, RedisServer, WorkerProcess, free_port
 
 pytestmark = pytest.mark.worker
 
@@ -183,3 +187,70 @@ def test_a_crash_right_after_a_step_commits_loses_nothing(postgres, stack, fake_
         run_id,
     )
     assert finishes == [(1,)]
+
+
+@pytest.fixture
+def web(postgres, tmp_path):
+    """gunicorn as README runs it (one process, 32 threads), on ``postgres``; yields its
+    base URL and a user's token."""
+    env = {"DATABASE_URL": postgres.url(DATABASE), "ALLOWED_HOSTS": "127.0.0.1"}
+    code = (
+        "import uuid; from django.contrib.auth.models import User; "
+        "from rest_framework.authtoken.models import Token; "
+        "user = User.objects.create(username=uuid.uuid4().hex); "
+        "print(Token.objects.create(user=user).key)"
+    )
+    token = manage("shell", "--no-imports", "-c", code, env=env).strip()
+    port = free_port()
+    log = tmp_path / "gunicorn.log"
+    with log.open("w") as out:
+        process = subprocess.Popen(
+            [
+                sys.executable, "-m", "gunicorn", "adstudio.wsgi",
+                "--worker-class", "gthread", "--threads", "32", "--workers", "1",
+                "--bind", f"127.0.0.1:{port}",
+            ],
+            cwd=ROOT,
+            env={**os.environ, **env},
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )  # fmt: skip
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                httpx.get(f"{base}/api/", timeout=2)
+                break
+            except httpx.TransportError:
+                time.sleep(0.1)
+        yield base, token, log
+    finally:
+        os.killpg(process.pid, signal.SIGTERM)
+        process.wait(timeout=20)
+
+
+def test_after_a_restart_requests_get_a_live_connection_at_once(postgres, web):
+    """40 concurrent requests leave the web process's pool full of connections; the
+    server restarts; then one request a second. Each answers 200, within a couple of
+    seconds: the first dead connection found has the pool drop all the others."""
+    base, token, log = web
+    headers = {"Authorization": f"Token {token}"}
+
+    def ads() -> httpx.Response:
+        return httpx.get(f"{base}/api/ads/", headers=headers, timeout=60)
+
+    with ThreadPoolExecutor(max_workers=40) as pool:
+        assert {r.status_code for r in pool.map(lambda _: ads(), range(40))} == {200}
+    postgres.restart()
+
+    answers = []
+    for _ in range(8):
+        started = time.monotonic()
+        response = ads()
+        answers.append((response.status_code, round(time.monotonic() - started, 1)))
+        time.sleep(max(0.0, 1.0 - (time.monotonic() - started)))
+
+    assert [status for status, _ in answers] == [200] * 8, (answers, log.read_text()[-3000:])
+    assert max(seconds for _, seconds in answers) < 5, answers
