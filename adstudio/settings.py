@@ -126,7 +126,8 @@ REST_FRAMEWORK = {
 CACHE_URL = redis_url("CACHE_URL")
 CACHES = {
     "default": (
-        {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": CACHE_URL}
+        # Django's Redis cache, answering from process memory while Redis is down.
+        {"BACKEND": "adstudio.cache.FallbackRedisCache", "LOCATION": CACHE_URL}
         if CACHE_URL
         else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
     )
