@@ -5,6 +5,11 @@ from __future__ import annotations
 import os
 
 from celery import Celery
+from kombu.transport import TRANSPORT_ALIASES
+
+# redis:// and rediss:// brokers go through our subclass of kombu's Redis transport
+# (adstudio/broker.py says why); the scheme still decides the rest, TLS included.
+TRANSPORT_ALIASES["redis"] = TRANSPORT_ALIASES["rediss"] = "adstudio.broker:Transport"
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "adstudio.settings")
 
