@@ -14,6 +14,10 @@ rewrites), the two timed alternately.
 ``worker``: ``--runs`` sessions at once through a real Celery worker (thread pool) against
 the fake OpenAI-compatible server answering each call after ``--latency`` seconds. Ideal
 wall time is rounds x latency: concurrency should be bounded by the provider.
+
+``commit``: what durable commits cost the loop. The ``loop`` session, ``--runs`` times
+with every commit waiting for the disk (as the loop commits) and ``--runs`` times with
+``synchronous_commit = off`` (as its steps committed before), alternately run by run.
 """
 
 from __future__ import annotations
@@ -231,6 +235,79 @@ def loop_mode(args) -> dict:
     return result
 
 
+# --- commit mode -------------------------------------------------------------------------
+
+
+def commit_mode(args) -> dict:
+    import weakref
+
+    from django.contrib.auth.models import User
+    from django.core.management import call_command
+    from django.db import connection
+
+    from conversations import providers
+    from conversations.models import Conversation
+    from drafts.models import Ad
+    from voices.models import Voice
+
+    if not Voice.objects.filter(language="th", approved=True, active=True).exists():
+        catalogue = Path(__file__).resolve().parent.parent / "voices/fixtures/sample_catalogue.json"
+        call_command("import_voices", str(catalogue), "--approve", verbosity=0)
+    director, binding = scripted_binding()
+    providers.route = lambda **kwargs: [binding]
+    owner, _ = User.objects.get_or_create(username="bench")
+    arm = {"synchronous_commit": "on"}
+    configured: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+    def commit_setting(execute, sql, params, many, context):
+        # Each pooled connection is switched to the arm's setting before its next
+        # statement (one SET, outside a transaction, when the arm changes).
+        raw = context["connection"].connection
+        if configured.get(raw) != arm["synchronous_commit"]:
+            raw.execute(f"SET synchronous_commit TO {arm['synchronous_commit']}")
+            configured[raw] = arm["synchronous_commit"]
+        return execute(sql, params, many, context)
+
+    def session() -> tuple[float, int]:
+        ad = Ad.objects.create(
+            owner=owner, title="bench", client="Spotify Premium family plan", language="th"
+        )
+        return measure_turn(Conversation.objects.create(ad=ad), "Make the ad.", director)
+
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW wal_sync_method")
+        sync_method = cursor.fetchone()[0]
+    per_round: dict[str, list[float]] = {"on": [], "off": []}
+    with connection.execute_wrapper(commit_setting):
+        for value in ("on", "off"):  # warm-up, both arms
+            arm["synchronous_commit"] = value
+            session()
+        for n in range(2 * args.runs):
+            value = ("on", "off")[n % 2]
+            arm["synchronous_commit"] = value
+            ms, _ = session()
+            per_round[value].append(ms / ROUNDS)
+    durable = statistics.median(per_round["on"])
+    asynchronous = statistics.median(per_round["off"])
+    result = {
+        "runs_per_arm": args.runs,
+        "wal_sync_method": sync_method,
+        "ms_per_round": {
+            "durable_p50": durable,
+            "async_p50": asynchronous,
+            "durable_p95": percentile(per_round["on"], 0.95),
+            "async_p95": percentile(per_round["off"], 0.95),
+        },
+        "ratio": durable / asynchronous,
+    }
+    print(f"commit: {args.runs} runs per arm x {ROUNDS} rounds, alternately ({sync_method})")
+    print(
+        f"  ms per round p50: durable {durable:.2f}, synchronous_commit=off "
+        f"{asynchronous:.2f}: ratio {durable / asynchronous:.3f}"
+    )
+    return result
+
+
 # --- worker mode -------------------------------------------------------------------------
 
 
@@ -337,18 +414,19 @@ def worker_mode(args) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("mode", choices=["loop", "worker"])
+    parser.add_argument("mode", choices=["loop", "worker", "commit"])
     parser.add_argument("--runs", type=int, default=None)
     parser.add_argument("--turns", type=int, default=100)
     parser.add_argument("--latency", type=float, default=1.0)
     parser.add_argument("--workers", type=int, default=1, help="worker processes (worker mode)")
     args = parser.parse_args()
-    args.runs = args.runs or (50 if args.mode == "loop" else 100)
+    args.runs = args.runs or {"loop": 50, "commit": 30}.get(args.mode, 100)
     url = bench_database_url()
     create_database(url)
     setup_django(url)
     with CpuSteal() as steal:
-        result = loop_mode(args) if args.mode == "loop" else worker_mode(args)
+        mode = {"loop": loop_mode, "worker": worker_mode, "commit": commit_mode}[args.mode]
+        result = mode(args)
     result["machine"] = machine()
     result["cpu_steal_percent"] = steal.percent
     result["cpu_reference_loop_ms"] = steal.reference_ms

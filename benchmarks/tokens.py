@@ -76,9 +76,7 @@ def director_step(turn: int, done: int, last_result: str) -> tuple[str, Any]:
         voices = json.loads(last_result)["voices"]
         female = next(v["id"] for v in voices if v.get("gender") == "female")
         male = next(v["id"] for v in voices if v.get("gender") == "male")
-        tracks = [
-            {"voiceId": (female, male)[i % 2], "text": line} for i, line in enumerate(SCRIPT)
-        ]
+        tracks = [{"voiceId": (female, male)[i % 2], "text": line} for i, line in enumerate(SCRIPT)]
         tracks[2]["overlap"] = -0.4  # a beat before the product name
         return "calls", [
             ("create_voice_draft", {"tracks": tracks}),
@@ -139,7 +137,9 @@ class RecordingDirector:
         last_user = max(i for i, m in enumerate(request.messages) if isinstance(m, UserMessage))
         after = request.messages[last_user + 1 :]
         done = sum(1 for m in after if isinstance(m, AssistantMessage))
-        last_result = after[-1].content if after and isinstance(after[-1], ToolResultMessage) else ""
+        last_result = (
+            after[-1].content if after and isinstance(after[-1], ToolResultMessage) else ""
+        )
         kind, value = director_step(self.turn, done, last_result)
         if kind == "calls":
             calls = tuple(
