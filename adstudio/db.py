@@ -1,8 +1,10 @@
 """Database helpers shared by the apps: handing a connection back before a long wait,
-writing a step's rows in one statement, and reading rows of plain SQL as model instances."""
+writing a step's rows in one statement, and the pieces of plain SQL (names, parameters,
+rows read back as model instances)."""
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -11,8 +13,10 @@ from functools import cache
 from typing import Any
 
 from django.db import connection, transaction
-from django.db.models import Field, Model
+from django.db.models import Field, Model, UUIDField
 from django.db.models.fields import AutoFieldMixin
+
+_UUID_FIELD = UUIDField()
 
 
 def release_connection() -> None:
@@ -136,6 +140,21 @@ def insert_rows(*objs: Model) -> None:
 
 def quote_name(name: str) -> str:
     return connection.ops.quote_name(name)
+
+
+def column(model: type[Model], name: str) -> str:
+    """The quoted column of ``model``'s field ``name``, for plain SQL."""
+    return quote_name(model._meta.get_field(name).column)
+
+
+def prep(model: type[Model], name: str, value: Any) -> Any:
+    """``value`` as a parameter of plain SQL for ``model``'s field ``name``."""
+    return model._meta.get_field(name).get_db_prep_save(value, connection)
+
+
+def uuid_param(value: uuid.UUID | None) -> Any:
+    """A UUID primary key as a parameter of plain SQL (a string on SQLite)."""
+    return _UUID_FIELD.get_db_prep_value(value, connection)
 
 
 def columns(model: type[Model], alias: str) -> str:

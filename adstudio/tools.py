@@ -1,7 +1,8 @@
 """What a tool is: a name, a description written for the model, a pydantic argument model
 (its JSON schema is what the provider sees) and a handler.
 
-Error contract for handlers: return a JSON-serialisable dict on success; raise
+Error contract for handlers: return a JSON-serialisable dict on success (or a
+``ToolResult``, when the call wrote a draft the run must report); raise
 ``ToolError`` for anything the model can fix (it sees ``{"error", "suggestion", ...}``
 and the run goes on); any other exception is a bug, logged by the executor and reported
 to the model as an internal error.
@@ -53,6 +54,15 @@ class ToolError(Exception):
         return result
 
 
+@dataclass(frozen=True)
+class ToolResult:
+    """A handler's result and the draft it wrote, ``(kind, version label)``: the run
+    reports the draft from this, never from the keys of the result the model reads."""
+
+    content: dict[str, Any]
+    draft: tuple[str, str] | None = None
+
+
 class ToolArgs(BaseModel):
     """Base of the tools' argument models, for what models send in practice: stray keys
     are ignored (failing the whole call over one costs a round), whitespace around a value
@@ -74,7 +84,7 @@ class Tool:
     name: str
     description: str
     args_model: type[BaseModel]
-    handler: Callable[[ToolContext, Any], dict[str, Any]]
+    handler: Callable[[ToolContext, Any], dict[str, Any] | ToolResult]
     # A tool that only reads runs without a transaction of its own (two round trips
     # fewer); one that writes runs in one with the recording of its result.
     writes: bool = True

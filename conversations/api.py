@@ -1,5 +1,5 @@
 """REST endpoints that start and follow agent runs: generate, chat, run status, cancel,
-progress events (long polling or Server-Sent Events), conversation messages and stats.
+conversation messages and stats (a run's events: ``events_api``).
 
 Views validate, call one service or selector and serialise; runs are executed by the
 Celery worker, and a client that wants the result in the response asks with ``?wait=``.
@@ -9,27 +9,22 @@ from __future__ import annotations
 
 import hashlib
 import json
-import time
 from collections.abc import Callable
 from datetime import timedelta
 
 from django.conf import settings
-from django.db import transaction
-from django.http import HttpResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404
 from django.urls import reverse
 from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import (
     OpenApiParameter,
-    OpenApiResponse,
     extend_schema,
     extend_schema_field,
 )
 from rest_framework import generics, serializers, status
 from rest_framework.exceptions import APIException, NotFound, ValidationError
 from rest_framework.permissions import IsAdminUser
-from rest_framework.renderers import BaseRenderer, JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.throttling import ScopedRateThrottle
@@ -37,26 +32,26 @@ from rest_framework.views import APIView
 
 from adstudio.parsers import PayloadTooLarge
 from conversations import providers
-from conversations.models import Conversation, Message, Run, RunEvent, RunStatus
+from conversations.message_rows import message_parts
+from conversations.models import Conversation, Message, Run, RunStatus
 from conversations.selectors import (
     agent_stats,
     conversation_latest,
     conversations_for,
-    message_parts,
     run_drafts,
-    run_events_page,
     run_wait,
     runs_for,
 )
 from conversations.services import (
     IdempotencyKeyReused,
+    generation_start,
     run_cancel,
     run_once_per_key,
     send_message,
     start_generation,
 )
-from drafts.api import BriefSerializer, ads_for
-from drafts.services import ad_create, ad_update
+from drafts.api import BriefSerializer
+from drafts.selectors import ads_for
 
 WAIT_PARAMETER = OpenApiParameter(
     "wait", int, description="Seconds (0..60) to wait for the run to finish before replying."
@@ -69,7 +64,7 @@ IDEMPOTENCY_HEADER = OpenApiParameter(
 )
 
 
-def _seconds(request: Request, name: str, maximum: float) -> float:
+def seconds_param(request: Request, name: str, maximum: float) -> float:
     raw = request.query_params.get(name, "0")
     try:
         value = float(raw)
@@ -218,26 +213,6 @@ def run_body(run: Run) -> dict:
     return RunSerializer(body).data
 
 
-class EventSerializer(serializers.ModelSerializer):
-    class Meta:
-        model = RunEvent
-        fields = ["seq", "type", "data", "created_at"]
-
-
-class EventsPageSerializer(serializers.Serializer):
-    runStatus = serializers.ChoiceField(choices=RunStatus.choices)
-    events = EventSerializer(many=True)
-    lastSeq = serializers.IntegerField()
-
-
-class ServerSentEventSerializer(serializers.Serializer):
-    """One event of the stream, as an EventSource hands it over."""
-
-    id = serializers.CharField(help_text="The event's seq: where a reconnection resumes.")
-    event = serializers.CharField(help_text="The event's type, e.g. tool_call.finished.")
-    data = serializers.CharField(help_text="The event as JSON, as in the JSON page's events.")
-
-
 class MessageSerializer(serializers.ModelSerializer):
     parts = serializers.SerializerMethodField()
     runId = serializers.UUIDField(source="run_id", allow_null=True)
@@ -280,7 +255,7 @@ class _RunStartView(APIView):
     throttle_scope = "runs"
 
     def reply(self, request: Request, run: Run) -> Response:
-        wait = _seconds(request, "wait", settings.ADSTUDIO_MAX_WAIT_SECONDS)
+        wait = seconds_param(request, "wait", settings.ADSTUDIO_MAX_WAIT_SECONDS)
         if wait:
             run = run_wait(run=run, timeout=wait)
         if run.status in RunStatus.finished():
@@ -303,7 +278,7 @@ class GenerateView(_RunStartView):
         summary="Generate an ad's drafts from a brief",
     )
     def post(self, request: Request) -> Response:
-        _seconds(request, "wait", settings.ADSTUDIO_MAX_WAIT_SECONDS)
+        seconds_param(request, "wait", settings.ADSTUDIO_MAX_WAIT_SECONDS)
         data = GenerateInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         values = data.validated_data
@@ -317,16 +292,14 @@ class GenerateView(_RunStartView):
             conversation = get_object_or_404(
                 Conversation.objects.filter(ad=ad), pk=values["conversationId"]
             )
-        brief = values.get("brief") or {}
 
-        @transaction.atomic  # the brief is saved with its run, or neither is
         def start(key: str, fingerprint: str) -> Run:
-            target = ad_update(ad=ad, **brief) if ad else ad_create(owner=request.user, **brief)
-            return start_generation(
-                ad=target,
+            return generation_start(
+                user=request.user,
+                ad=ad,
+                brief=values.get("brief") or {},
                 provider=values.get("provider"),
                 conversation=conversation,
-                requested_by=request.user,
                 idempotency_key=key,
                 idempotency_fingerprint=fingerprint,
             )
@@ -346,7 +319,7 @@ class ChatView(_RunStartView):
         summary="Send a message about an ad to its creative director",
     )
     def post(self, request: Request, ad_id) -> Response:
-        _seconds(request, "wait", settings.ADSTUDIO_MAX_WAIT_SECONDS)
+        seconds_param(request, "wait", settings.ADSTUDIO_MAX_WAIT_SECONDS)
         # The ad's latest conversation with the ad: one query for the usual message.
         latest = conversation_latest(ad_id=ad_id, conversations=conversations_for(request.user))
         ad = latest.ad if latest else get_object_or_404(ads_for(request.user), pk=ad_id)
@@ -398,118 +371,6 @@ class RunCancelView(APIView):
         run = run_cancel(run=run)
         run = runs_for(request.user).get(pk=run.pk)
         return Response(run_body(run), status=status.HTTP_202_ACCEPTED)
-
-
-class EventStreamRenderer(BaseRenderer):
-    """Lets content negotiation accept ``text/event-stream`` (or ``?format=sse``); the
-    view streams the body itself, and errors are JSON."""
-
-    media_type = "text/event-stream"
-    format = "sse"
-
-    def render(self, data, accepted_media_type=None, renderer_context=None):
-        return data
-
-
-class RunEventsView(APIView):
-    renderer_classes = [JSONRenderer, EventStreamRenderer]
-
-    @extend_schema(
-        parameters=[
-            OpenApiParameter("after", int, description="Return events after this seq."),
-            OpenApiParameter("wait", int, description="Long-poll up to this many seconds."),
-            OpenApiParameter(
-                "Last-Event-ID",
-                int,
-                location=OpenApiParameter.HEADER,
-                description="SSE only: resume after this event (it takes precedence over "
-                "`after`), as a reconnecting EventSource sends it.",
-            ),
-        ],
-        responses={
-            (200, "application/json"): EventsPageSerializer,
-            (200, "text/event-stream"): ServerSentEventSerializer,
-            204: OpenApiResponse(
-                description="Event stream only: the run has finished and no event comes "
-                "after the one asked for (an EventSource stops reconnecting)."
-            ),
-        },
-        summary="A run's progress events (JSON long polling, or SSE)",
-    )
-    def get(self, request: Request, pk):
-        run = get_object_or_404(runs_for(request.user), pk=pk)
-        after = _sequence(request.query_params.get("after", "0"), "after")
-        wait = _seconds(request, "wait", settings.ADSTUDIO_MAX_WAIT_SECONDS)
-        if isinstance(request.accepted_renderer, EventStreamRenderer):
-            # A browser's EventSource reconnects to the same URL, saying in this header
-            # the last event it has: it resumes there, not at the URL's ``after``.
-            last_event_id = request.headers.get("Last-Event-ID")
-            if last_event_id is not None:
-                after = _sequence(last_event_id, "Last-Event-ID")
-            if run.status in RunStatus.finished() and not run.events.filter(seq__gt=after).exists():
-                # Nothing more will come. An EventSource reconnects whenever a stream
-                # ends, and stops only on a 204.
-                return HttpResponse(status=status.HTTP_204_NO_CONTENT)
-            return _event_stream(
-                run, after=after, duration=wait or settings.ADSTUDIO_MAX_WAIT_SECONDS
-            )
-        events, run_status = run_events_page(
-            run_id=run.pk, status=run.status, after=after, wait=wait
-        )
-        return Response(
-            {
-                "runStatus": run_status,
-                "events": EventSerializer(events, many=True).data,
-                "lastSeq": events[-1].seq if events else after,
-            }
-        )
-
-    def handle_exception(self, exc):
-        """An error is a JSON body in the API's one shape, even to a client that asked
-        for an event stream."""
-        self.request.accepted_renderer = JSONRenderer()
-        self.request.accepted_media_type = JSONRenderer.media_type
-        return super().handle_exception(exc)
-
-
-def _sequence(raw: str, name: str) -> int:
-    try:
-        value = int(raw)
-    except ValueError:
-        raise ValidationError({name: "Must be an integer."}) from None
-    if value < 0:
-        raise ValidationError({name: "Must be 0 or more."})
-    return value
-
-
-def _event_stream(run: Run, *, after: int, duration: float) -> StreamingHttpResponse:
-    """SSE: every event as it is appended, until the run finished and all its events were
-    sent, or ``duration`` seconds pass (the client reconnects with Last-Event-ID)."""
-
-    def stream():
-        last, run_status = after, run.status
-        deadline = time.monotonic() + duration
-        yield "retry: 1000\n\n"
-        while time.monotonic() < deadline:
-            events, run_status = run_events_page(
-                run_id=run.pk,
-                status=run_status,
-                after=last,
-                wait=min(5.0, deadline - time.monotonic()),
-            )
-            for event in events:
-                last = event.seq
-                data = json.dumps(EventSerializer(event).data, default=str)
-                yield f"id: {event.seq}\nevent: {event.type}\ndata: {data}\n\n"
-            if not events:
-                if run_status in RunStatus.finished():
-                    return
-                yield ": keep-alive\n\n"
-
-    response = StreamingHttpResponse(stream(), content_type="text/event-stream")
-    response["Cache-Control"] = "no-cache"
-    response["X-Accel-Buffering"] = "no"
-    return response
 
 
 class ConversationMessagesView(generics.ListAPIView):

@@ -1,4 +1,5 @@
-"""The stored conversation turned into a provider-valid request history.
+"""The stored conversation turned into a provider-valid request history, and cut into
+turns when it must be summarised.
 
 Two rules every OpenAI-style API enforces: each assistant tool call is answered by a tool
 result, and a tool result answers a call of the assistant message before it. Both are
@@ -9,19 +10,16 @@ what really happened.
 
 from __future__ import annotations
 
-import dataclasses
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 
-from adstudio.storable import without_nul
 from conversations.models import Message as MessageRow
 from conversations.models import Role
-from conversations.providers.base import (
+from conversations.providers import (
     AssistantMessage,
     Message,
     ToolCall,
     ToolResultMessage,
-    UserMessage,
 )
 
 INTERRUPTED_RESULT = json.dumps(
@@ -29,105 +27,9 @@ INTERRUPTED_RESULT = json.dumps(
 )
 
 
-# What the loop reads of a stored message. A history is loaded as rows of these fields,
-# not as model instances: a long conversation loads hundreds of messages every turn, and
-# building instances cost twice the query.
-HISTORY_FIELDS = (
-    "seq",
-    "role",
-    "text",
-    "tool_calls",
-    "tool_call_id",
-    "name",
-    "is_error",
-    "provider_data",
-    "tokens",
-    "run_id",
-)
-
-
-def history_rows(*, conversation_id, after_seq: int) -> list:
-    """The conversation's messages after ``after_seq`` in order, as named rows of
-    ``HISTORY_FIELDS`` (which a ``Message`` instance also has)."""
-    return list(
-        MessageRow.objects.filter(conversation_id=conversation_id, seq__gt=after_seq)
-        .order_by("seq")
-        .values_list(*HISTORY_FIELDS, named=True)
-    )
-
-
-TOOL_CALL_ID_MAX = MessageRow._meta.get_field("tool_call_id").max_length
-TOOL_NAME_MAX = MessageRow._meta.get_field("name").max_length
-
-
-def storable_reply(message: AssistantMessage) -> AssistantMessage:
-    """The model's reply as the database can hold it, before any of it is stored.
-
-    NUL characters, which PostgreSQL refuses in text and JSON, become U+FFFD; call ids and
-    names are clipped to their columns (``Message.tool_call_id`` and ``Message.name``), so
-    a made-up tool name of any length is answered as an unknown tool. Arguments were
-    checked when parsed (``parse_arguments``)."""
-    calls = tuple(
-        dataclasses.replace(
-            call,
-            id=without_nul(call.id)[:TOOL_CALL_ID_MAX],
-            name=without_nul(call.name)[:TOOL_NAME_MAX],
-            raw_arguments=without_nul(call.raw_arguments),
-            parse_error=without_nul(call.parse_error),
-        )
-        for call in message.tool_calls
-    )
-    return dataclasses.replace(
-        message,
-        text=without_nul(message.text),
-        tool_calls=calls,
-        provider_data=without_nul(message.provider_data),
-    )
-
-
-def tool_calls_to_json(calls: Iterable[ToolCall]) -> list[dict]:
-    """How an assistant message's tool calls are stored in ``Message.tool_calls``."""
-    stored = []
-    for call in calls:
-        entry = {
-            "id": call.id,
-            "name": call.name,
-            "arguments": call.arguments,
-            "raw_arguments": call.raw_arguments,
-        }
-        if call.parse_error:
-            entry["parse_error"] = call.parse_error
-        if call.repaired:
-            entry["repaired"] = True
-        stored.append(entry)
-    return stored
-
-
-def row_to_message(row: MessageRow) -> Message | None:
-    if row.role == Role.USER:
-        return UserMessage(text=row.text)
-    if row.role == Role.ASSISTANT:
-        calls = tuple(
-            ToolCall(
-                id=c["id"],
-                name=c["name"],
-                arguments=c.get("arguments") or {},
-                raw_arguments=c.get("raw_arguments", ""),
-                parse_error=c.get("parse_error"),
-                repaired=c.get("repaired", False),
-            )
-            for c in row.tool_calls
-        )
-        return AssistantMessage(text=row.text, tool_calls=calls, provider_data=row.provider_data)
-    if row.role == Role.TOOL:
-        return ToolResultMessage(
-            tool_call_id=row.tool_call_id, name=row.name, content=row.text, is_error=row.is_error
-        )
-    return None  # system rows are not replayed: the system prompt is its own field
-
-
-def make_valid(messages: Sequence[Message]) -> list[Message]:
-    """Answer every open tool call and drop every tool result that answers no call."""
+def pair_calls_and_results(messages: Sequence[Message]) -> list[Message]:
+    """The messages with every open tool call answered (as interrupted) and every tool
+    result that answers no call dropped."""
     valid: list[Message] = []
     open_calls: dict[str, ToolCall] = {}
 

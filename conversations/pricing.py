@@ -6,7 +6,7 @@ from decimal import Decimal
 
 from django.conf import settings
 
-from conversations.providers.base import Usage
+from conversations.providers import Usage
 
 _PER_MILLION = Decimal(1_000_000)
 

@@ -3,7 +3,6 @@ conversation as typed parts for web clients, and the production statistics."""
 
 from __future__ import annotations
 
-import json
 import time
 import uuid
 from collections import defaultdict
@@ -85,37 +84,6 @@ def run_events_page(
                 return [], status
             release_connection()  # a long poll holds a web thread, not a database connection
             run_wakeups.wait(woken, deadline - time.monotonic())
-
-
-def message_parts(message: Message) -> list[dict[str, Any]]:
-    """A stored message as AI-SDK style typed parts."""
-    if message.role == Role.TOOL:
-        try:
-            result = json.loads(message.text)
-        except ValueError:
-            result = message.text
-        return [
-            {
-                "type": "tool-result",
-                "toolCallId": message.tool_call_id,
-                "toolName": message.name,
-                "result": result,
-                "isError": message.is_error,
-            }
-        ]
-    parts: list[dict[str, Any]] = []
-    if message.text:
-        parts.append({"type": "text", "text": message.text})
-    for call in message.tool_calls:
-        parts.append(
-            {
-                "type": "tool-call",
-                "toolCallId": call["id"],
-                "toolName": call["name"],
-                "args": call.get("arguments") or {},
-            }
-        )
-    return parts
 
 
 def conversation_latest(

@@ -9,8 +9,8 @@ import time
 from celery import shared_task
 from celery.signals import worker_init, worker_ready
 
+from conversations.leases import runs_recover
 from conversations.loop import run_agent
-from conversations.services import runs_recover
 from conversations.tokens import load_encoding
 
 logger = logging.getLogger(__name__)

@@ -18,8 +18,8 @@ from typing import Any
 from django.db import InterfaceError, OperationalError, transaction
 from pydantic import BaseModel, ValidationError
 
-from adstudio.tools import Tool, ToolContext, ToolError
-from conversations.providers.base import ToolCall, ToolSpec
+from adstudio.tools import Tool, ToolContext, ToolError, ToolResult
+from conversations.providers import ToolCall, ToolSpec
 from drafts.tools import CREATE_MUSIC_DRAFT, CREATE_SFX_DRAFT, CREATE_VOICE_DRAFT, GET_CURRENT_STATE
 from voices.tools import SEARCH_VOICES
 
@@ -49,6 +49,7 @@ def tool_specs() -> tuple[ToolSpec, ...]:
 class ToolOutcome:
     content: dict[str, Any]
     is_error: bool
+    draft: tuple[str, str] | None = None  # (kind, version label) the call wrote
 
     @property
     def text(self) -> str:
@@ -123,7 +124,11 @@ def execute_tool_call(
         tool, args = prepared
         try:
             with transaction.atomic() if tool.writes else nullcontext():
-                outcome = ToolOutcome(tool.handler(ctx, args), is_error=False)
+                result = tool.handler(ctx, args)
+                if isinstance(result, ToolResult):
+                    outcome = ToolOutcome(result.content, is_error=False, draft=result.draft)
+                else:
+                    outcome = ToolOutcome(result, is_error=False)
                 if record is not None:
                     record(outcome)
             return outcome

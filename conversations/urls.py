@@ -1,6 +1,6 @@
 from django.urls import path
 
-from conversations import api
+from conversations import api, events_api
 
 urlpatterns = [
     path("ai/generate", api.GenerateView.as_view(), name="generate"),
@@ -8,7 +8,7 @@ urlpatterns = [
     path("ads/<uuid:ad_id>/conversation", api.AdConversationView.as_view(), name="ad-conversation"),
     path("runs/<uuid:pk>", api.RunDetailView.as_view(), name="run-detail"),
     path("runs/<uuid:pk>/cancel", api.RunCancelView.as_view(), name="run-cancel"),
-    path("runs/<uuid:pk>/events", api.RunEventsView.as_view(), name="run-events"),
+    path("runs/<uuid:pk>/events", events_api.RunEventsView.as_view(), name="run-events"),
     path(
         "conversations/<uuid:pk>/messages/",
         api.ConversationMessagesView.as_view(),

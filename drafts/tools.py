@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator
 
-from adstudio.tools import Tool, ToolArgs, ToolContext, ToolError
+from adstudio.tools import Tool, ToolArgs, ToolContext, ToolError, ToolResult
 from drafts.models import Draft, DraftKind
 from drafts.payloads import (
     DEFAULT_SFX_SECONDS,
@@ -30,7 +30,7 @@ from drafts.payloads import (
 from drafts.selectors import draft_latest, draft_state
 from drafts.services import draft_create
 from drafts.speech import script_seconds
-from voices.services import approved_voices_by_id
+from voices.selectors import approved_voices_by_id
 
 MAX_OVERLAP_S = 10
 # "track-2", or the bare index "2" (ASCII digits only; the whole value: fullmatch).
@@ -97,10 +97,11 @@ class GetCurrentStateArgs(ToolArgs):
     pass
 
 
-def _result(draft: Draft, **extra: Any) -> dict[str, Any]:
+def _result(draft: Draft, **extra: Any) -> ToolResult:
     """The design's ``{versionId, status}``, and the kind. No summary: it would only
     repeat the arguments the model just wrote, in every later request of the session."""
-    return {"versionId": draft.label, "status": draft.status, "kind": draft.kind, **extra}
+    content = {"versionId": draft.label, "status": draft.status, "kind": draft.kind, **extra}
+    return ToolResult(content, draft=(draft.kind, draft.label))
 
 
 def _write(ctx: ToolContext, version: Version) -> Draft:
@@ -142,7 +143,7 @@ def play_after(value: str | None, index: int) -> str:
     )
 
 
-def create_voice_draft(ctx: ToolContext, args: CreateVoiceDraftArgs) -> dict[str, Any]:
+def create_voice_draft(ctx: ToolContext, args: CreateVoiceDraftArgs) -> ToolResult:
     voices = approved_voices_by_id([track.voiceId for track in args.tracks])
     unknown = sorted({t.voiceId for t in args.tracks if t.voiceId not in voices})
     if unknown:
@@ -168,14 +169,14 @@ def create_voice_draft(ctx: ToolContext, args: CreateVoiceDraftArgs) -> dict[str
     draft = _write(ctx, version)
     result = _result(draft, estimatedDurationS=seconds)
     if seconds > ctx.ad.duration_s:
-        result["warnings"] = [
+        result.content["warnings"] = [
             f"The script runs about {seconds} s, longer than the ad's {ctx.ad.duration_s} s: "
             "shorten the lines."
         ]
     return result
 
 
-def create_music_draft(ctx: ToolContext, args: CreateMusicDraftArgs) -> dict[str, Any]:
+def create_music_draft(ctx: ToolContext, args: CreateMusicDraftArgs) -> ToolResult:
     version = MusicVersion(
         musicPrompt=args.prompt,
         musicProvider=args.provider,
@@ -184,7 +185,7 @@ def create_music_draft(ctx: ToolContext, args: CreateMusicDraftArgs) -> dict[str
     return _result(_write(ctx, version))
 
 
-def create_sfx_draft(ctx: ToolContext, args: CreateSfxDraftArgs) -> dict[str, Any]:
+def create_sfx_draft(ctx: ToolContext, args: CreateSfxDraftArgs) -> ToolResult:
     placements = [p.placement or SfxPlacementArgs() for p in args.prompts]
     if any(placement.type == "afterVoice" for placement in placements):
         _check_after_voice(ctx, placements)

@@ -8,8 +8,8 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
+from conversations.leases import history_whole, run_finish
 from conversations.models import Conversation, Message, Run, RunEvent
-from conversations.services import history_whole, run_finish
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

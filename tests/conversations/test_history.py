@@ -8,7 +8,7 @@ import pytest
 
 from conversations.history import (
     INTERRUPTED_RESULT,
-    make_valid,
+    pair_calls_and_results,
     recent_turns_within,
     split_turns,
 )
@@ -37,7 +37,7 @@ def test_an_unanswered_call_gets_an_interrupted_result_before_the_next_turn():
         UserMessage("next"),
     ]
 
-    valid = make_valid(messages)
+    valid = pair_calls_and_results(messages)
 
     assert [type(m).__name__ for m in valid] == [
         "UserMessage",
@@ -53,7 +53,7 @@ def test_an_unanswered_call_gets_an_interrupted_result_before_the_next_turn():
 
 
 def test_an_open_call_at_the_end_is_answered_too():
-    valid = make_valid([UserMessage("x"), AssistantMessage(tool_calls=(call("a"),))])
+    valid = pair_calls_and_results([UserMessage("x"), AssistantMessage(tool_calls=(call("a"),))])
     assert valid[-1] == ToolResultMessage(
         tool_call_id="a", name="search_voices", content=INTERRUPTED_RESULT, is_error=True
     )
@@ -70,12 +70,12 @@ def test_orphaned_and_duplicate_results_are_dropped():
         result("late"),
     ]
 
-    valid = make_valid(messages)
+    valid = pair_calls_and_results(messages)
 
     assert [getattr(m, "tool_call_id", None) for m in valid] == [None, None, "a", None]
 
 
-def test_make_valid_is_deterministic_and_leaves_valid_history_alone():
+def test_pairing_is_deterministic_and_leaves_valid_history_alone():
     messages = [
         UserMessage("brief"),
         AssistantMessage(tool_calls=(call("a"), call("b"))),
@@ -83,8 +83,8 @@ def test_make_valid_is_deterministic_and_leaves_valid_history_alone():
         result("a"),
         AssistantMessage(text="done"),
     ]
-    assert make_valid(messages) == messages
-    assert make_valid(messages) == make_valid(list(messages))
+    assert pair_calls_and_results(messages) == messages
+    assert pair_calls_and_results(messages) == pair_calls_and_results(list(messages))
 
 
 def _row(seq: int, role: str, tokens: int) -> MessageRow:
@@ -127,7 +127,7 @@ def test_everything_fits_a_large_budget(budget):
 
 @pytest.mark.django_db
 def test_history_rows_read_back_what_the_loop_uses_of_each_message(en_ad):
-    from conversations.history import HISTORY_FIELDS, history_rows, row_to_message
+    from conversations.message_rows import HISTORY_FIELDS, history_rows, row_to_message
     from conversations.models import Conversation, Run
 
     conversation = Conversation.objects.create(ad=en_ad)

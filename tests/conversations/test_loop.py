@@ -12,9 +12,10 @@ from django.db import connection
 from django.db.models import F
 from django.utils import timezone
 
+from conversations.leases import run_claim
 from conversations.loop import run_agent
 from conversations.models import Message, ModelCall, Run, RunEvent
-from conversations.services import run_claim, send_message, start_generation
+from conversations.services import send_message, start_generation
 from drafts.models import Draft
 from drafts.payloads import payload_of
 from tests.conversations.story import first_turn, run_of
@@ -568,7 +569,9 @@ def test_a_conversations_unfinished_runs_are_found_without_the_index_of_all_unfi
     """Each run passes through the partial index of unfinished runs twice; until a vacuum
     its dead entries pile up, and a bitmap scan reads every one of them. The claim and
     the start of the next run look through the conversation's own index instead."""
-    from conversations.services import _lock_sql, _next_run_sql, _uuid, run_finish
+    from adstudio.db import uuid_param
+    from conversations.leases import _next_run_sql, run_finish
+    from conversations.locks import _lock_sql
 
     conversation = _conversation(en_ad)
     finished = timezone.now()
@@ -582,8 +585,8 @@ def test_a_conversations_unfinished_runs_are_found_without_the_index_of_all_unfi
         cursor.execute("ANALYZE conversations_run")
         finished_statuses = ["succeeded", "failed", "cancelled"]
         for sql, params in (
-            (_lock_sql(), [*finished_statuses, "running", _uuid(queued.pk)]),
-            (_next_run_sql(), [_uuid(conversation.pk), *finished_statuses]),
+            (_lock_sql(), [*finished_statuses, "running", uuid_param(queued.pk)]),
+            (_next_run_sql(), [uuid_param(conversation.pk), *finished_statuses]),
         ):
             cursor.execute(f"EXPLAIN {sql}", params)
             plan = "\n".join(row[0] for row in cursor.fetchall())
@@ -592,7 +595,7 @@ def test_a_conversations_unfinished_runs_are_found_without_the_index_of_all_unfi
     assert run_claim(run_id=queued.pk) is None  # it waits for the running one
     enqueued = []
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr("conversations.services.run_enqueue", lambda run_id: enqueued.append(run_id))
+        patch.setattr("conversations.leases.run_enqueue", lambda run_id: enqueued.append(run_id))
         run_finish(run_id=running.pk, status="succeeded", cause="final_answer")
     assert enqueued == [queued.pk]
 

@@ -7,7 +7,7 @@ import uuid
 import pytest
 from pydantic import ValidationError
 
-from adstudio.tools import ToolContext, ToolError
+from adstudio.tools import ToolContext, ToolError, ToolResult
 from drafts.models import Draft
 from drafts.speech import spoken_seconds
 from drafts.tools import (
@@ -21,7 +21,12 @@ pytestmark = pytest.mark.django_db
 
 
 def call(tool, ctx, **arguments):
-    return tool.handler(ctx, tool.args_model.model_validate(arguments))
+    """The handler's result as the model reads it; a create tool also reports its draft."""
+    result = tool.handler(ctx, tool.args_model.model_validate(arguments))
+    if isinstance(result, ToolResult):
+        assert result.draft == (result.content["kind"], result.content["versionId"])
+        return result.content
+    return result
 
 
 @pytest.fixture

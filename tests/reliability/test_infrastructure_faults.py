@@ -27,14 +27,9 @@ from django.utils import timezone
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
+from conversations.leases import ENQUEUE_FAILED, runs_recover
 from conversations.models import Conversation, Message, ModelCall, Run, RunEvent
-from conversations.services import (
-    ENQUEUE_FAILED,
-    conversation_create,
-    runs_recover,
-    send_message,
-    start_generation,
-)
+from conversations.services import conversation_create, send_message, start_generation
 from conversations.tasks import recover_runs
 from drafts.models import Draft
 from tests.fakes.server import Turn, call, turn

@@ -1,0 +1,157 @@
+"""HTTP: a run's progress events, as JSON pages (long polling) or Server-Sent Events.
+
+An event stream resumes where a reconnecting EventSource says it stopped
+(``Last-Event-ID``), and a finished run's stream ends with a 204 so that it stops.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+from django.conf import settings
+from django.http import HttpResponse, StreamingHttpResponse
+from django.shortcuts import get_object_or_404
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework import serializers, status
+from rest_framework.exceptions import ValidationError
+from rest_framework.renderers import BaseRenderer, JSONRenderer
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from conversations.api import seconds_param
+from conversations.models import Run, RunEvent, RunStatus
+from conversations.selectors import run_events_page, runs_for
+
+
+class EventSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = RunEvent
+        fields = ["seq", "type", "data", "created_at"]
+
+
+class EventsPageSerializer(serializers.Serializer):
+    runStatus = serializers.ChoiceField(choices=RunStatus.choices)
+    events = EventSerializer(many=True)
+    lastSeq = serializers.IntegerField()
+
+
+class ServerSentEventSerializer(serializers.Serializer):
+    """One event of the stream, as an EventSource hands it over."""
+
+    id = serializers.CharField(help_text="The event's seq: where a reconnection resumes.")
+    event = serializers.CharField(help_text="The event's type, e.g. tool_call.finished.")
+    data = serializers.CharField(help_text="The event as JSON, as in the JSON page's events.")
+
+
+class EventStreamRenderer(BaseRenderer):
+    """Lets content negotiation accept ``text/event-stream`` (or ``?format=sse``); the
+    view streams the body itself, and errors are JSON."""
+
+    media_type = "text/event-stream"
+    format = "sse"
+
+    def render(self, data, accepted_media_type=None, renderer_context=None):
+        return data
+
+
+class RunEventsView(APIView):
+    renderer_classes = [JSONRenderer, EventStreamRenderer]
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("after", int, description="Return events after this seq."),
+            OpenApiParameter("wait", int, description="Long-poll up to this many seconds."),
+            OpenApiParameter(
+                "Last-Event-ID",
+                int,
+                location=OpenApiParameter.HEADER,
+                description="SSE only: resume after this event (it takes precedence over "
+                "`after`), as a reconnecting EventSource sends it.",
+            ),
+        ],
+        responses={
+            (200, "application/json"): EventsPageSerializer,
+            (200, "text/event-stream"): ServerSentEventSerializer,
+            204: OpenApiResponse(
+                description="Event stream only: the run has finished and no event comes "
+                "after the one asked for (an EventSource stops reconnecting)."
+            ),
+        },
+        summary="A run's progress events (JSON long polling, or SSE)",
+    )
+    def get(self, request: Request, pk):
+        run = get_object_or_404(runs_for(request.user), pk=pk)
+        after = _sequence(request.query_params.get("after", "0"), "after")
+        wait = seconds_param(request, "wait", settings.ADSTUDIO_MAX_WAIT_SECONDS)
+        if isinstance(request.accepted_renderer, EventStreamRenderer):
+            # A browser's EventSource reconnects to the same URL, saying in this header
+            # the last event it has: it resumes there, not at the URL's ``after``.
+            last_event_id = request.headers.get("Last-Event-ID")
+            if last_event_id is not None:
+                after = _sequence(last_event_id, "Last-Event-ID")
+            if run.status in RunStatus.finished() and not run.events.filter(seq__gt=after).exists():
+                # Nothing more will come. An EventSource reconnects whenever a stream
+                # ends, and stops only on a 204.
+                return HttpResponse(status=status.HTTP_204_NO_CONTENT)
+            return _event_stream(
+                run, after=after, duration=wait or settings.ADSTUDIO_MAX_WAIT_SECONDS
+            )
+        events, run_status = run_events_page(
+            run_id=run.pk, status=run.status, after=after, wait=wait
+        )
+        return Response(
+            {
+                "runStatus": run_status,
+                "events": EventSerializer(events, many=True).data,
+                "lastSeq": events[-1].seq if events else after,
+            }
+        )
+
+    def handle_exception(self, exc):
+        """An error is a JSON body in the API's one shape, even to a client that asked
+        for an event stream."""
+        self.request.accepted_renderer = JSONRenderer()
+        self.request.accepted_media_type = JSONRenderer.media_type
+        return super().handle_exception(exc)
+
+
+def _sequence(raw: str, name: str) -> int:
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ValidationError({name: "Must be an integer."}) from None
+    if value < 0:
+        raise ValidationError({name: "Must be 0 or more."})
+    return value
+
+
+def _event_stream(run: Run, *, after: int, duration: float) -> StreamingHttpResponse:
+    """SSE: every event as it is appended, until the run finished and all its events were
+    sent, or ``duration`` seconds pass (the client reconnects with Last-Event-ID)."""
+
+    def stream():
+        last, run_status = after, run.status
+        deadline = time.monotonic() + duration
+        yield "retry: 1000\n\n"
+        while time.monotonic() < deadline:
+            events, run_status = run_events_page(
+                run_id=run.pk,
+                status=run_status,
+                after=last,
+                wait=min(5.0, deadline - time.monotonic()),
+            )
+            for event in events:
+                last = event.seq
+                data = json.dumps(EventSerializer(event).data, default=str)
+                yield f"id: {event.seq}\nevent: {event.type}\ndata: {data}\n\n"
+            if not events:
+                if run_status in RunStatus.finished():
+                    return
+                yield ": keep-alive\n\n"
+
+    response = StreamingHttpResponse(stream(), content_type="text/event-stream")
+    response["Cache-Control"] = "no-cache"
+    response["X-Accel-Buffering"] = "no"
+    return response

@@ -1,0 +1,442 @@
+"""The worker's lease on a run: its task enqueued once the run is stored, the run claimed
+with a token (one worker at a time, runs of a conversation in order), finished exactly
+once over a whole history, and the recovery sweep that enqueues runs whose lease was
+lost (a dead worker, a broker outage).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from dataclasses import dataclass
+from datetime import timedelta
+from functools import cache
+
+from django.conf import settings
+from django.db import InterfaceError, OperationalError, connection, transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from adstudio.db import Add, Batch, column, columns, from_row, prep, quote_name, uuid_param
+from conversations import run_log
+from conversations.locks import run_lock
+from conversations.models import (
+    Conversation,
+    Message,
+    Run,
+    RunEvent,
+    RunEventType,
+    RunStatus,
+    StopCause,
+)
+from conversations.run_log import EventLog
+
+logger = logging.getLogger(__name__)
+
+ENQUEUE_FAILED = "enqueue_failed"
+
+
+def run_enqueue(*, run_id: uuid.UUID) -> None:
+    """Send the run's task once the current transaction commits.
+
+    If the broker is down, the run stays queued with ``error_code=enqueue_failed`` and
+    the recovery sweep enqueues it later; the caller's request does not fail.
+    """
+
+    def send() -> None:
+        from conversations.tasks import run_agent_task
+
+        try:
+            run_agent_task.delay(str(run_id))
+        except Exception as exc:
+            if settings.CELERY_TASK_ALWAYS_EAGER:
+                raise  # in-process: the error is the run's own, already recorded on it
+            logger.warning("could not enqueue run %s: %s", run_id, exc)
+            Run.objects.filter(pk=run_id, status=RunStatus.QUEUED).update(
+                error_code=ENQUEUE_FAILED,
+                error_message="The task queue was unavailable; the run will be retried.",
+            )
+
+    transaction.on_commit(send)
+
+
+def heartbeat_fresh(run: Run, now) -> bool:
+    """Whether the worker holding ``run`` beat recently enough to be taken for alive."""
+    stale_after = timedelta(seconds=settings.ADSTUDIO_RUN_STALE_AFTER)
+    return run.heartbeat_at is not None and now - run.heartbeat_at < stale_after
+
+
+@dataclass
+class Claim:
+    """A run taken by this worker, with its event log and whether it is being cancelled."""
+
+    run: Run
+    events: EventLog
+    cancel_requested: bool
+    resumed: bool = False  # claimed before: it continues from what is stored
+
+
+_CLAIMED_FIELDS = (
+    "status",
+    "started_at",
+    "heartbeat_at",
+    "error_code",
+    "error_message",
+    "claims",
+)
+
+
+def run_claim(*, run_id: uuid.UUID, holder: int | None = None) -> Claim | None:
+    """Take the run for this worker, or return None when it must not run now.
+
+    Under the conversation's row lock: a finished run, a run another live worker holds
+    (fresh heartbeat), and a run with an earlier unfinished run in its conversation are
+    left alone; the earlier run starts this one when it finishes. ``holder`` is the claim
+    token of a worker that holds the run and takes it again to resume it from what is
+    stored (after losing its database connection): its own fresh heartbeat does not stop
+    it, a takeover by another worker (a higher token) does.
+
+    The earlier runs are read by the locking statement, so after waiting for the lock it
+    may still see as running a run whose finish it waited for. It then leaves the run
+    alone, and the finished run starts it: that lookup runs after its finish commits.
+    """
+    now = timezone.now()
+    with transaction.atomic():
+        locked = run_lock(run_id=run_id)
+        if locked is None:
+            return None
+        run = locked.run
+        if run.status in RunStatus.finished():
+            return None
+        if run.status == RunStatus.QUEUED and run.cancel_requested:
+            finish_locked(run, status=RunStatus.CANCELLED, cause=StopCause.CANCELLED)
+            return None
+        if holder is not None and (run.status != RunStatus.RUNNING or run.claims != holder):
+            return None
+        if run.status == RunStatus.RUNNING and heartbeat_fresh(run, now) and holder is None:
+            return None
+        if locked.after_unfinished:
+            return None
+        # A run has events from before if it was ever claimed: a stuck one taken over,
+        # or a failed or stuck one that staff requeued. Those continue their numbering.
+        resumed = run.status == RunStatus.RUNNING or run.started_at is not None
+        run.status = RunStatus.RUNNING
+        run.started_at = run.started_at or now
+        run.heartbeat_at = now
+        run.claims += 1  # this worker's token: a later claim makes it stale
+        if run.error_code == ENQUEUE_FAILED:
+            run.error_code, run.error_message = "", ""
+        events = EventLog(run, next_seq=None if resumed else 1)
+        writes = Batch()
+        writes.update(Run, run.pk, **{f: getattr(run, f) for f in _CLAIMED_FIELDS})
+        writes.insert(*events.numbered(run_log.run_started(resumed=resumed)))
+        writes.write()
+        return Claim(run=run, events=events, cancel_requested=run.cancel_requested, resumed=resumed)
+
+
+def run_claim_again(*, run_id: uuid.UUID, holder: int) -> Claim | None:
+    """The run taken again by the worker that holds it, once the database answers; None
+    if another worker has taken it meanwhile, it has ended, or the database stays away
+    longer than a heartbeat may go stale (the recovery sweep resumes it then)."""
+    deadline = time.monotonic() + settings.ADSTUDIO_RUN_STALE_AFTER
+    delay = 0.1
+    while True:
+        connection.close()  # a broken connection goes back to the pool, which drops it
+        try:
+            return run_claim(run_id=run_id, holder=holder)
+        except (OperationalError, InterfaceError) as exc:
+            if time.monotonic() + delay > deadline:
+                logger.warning(
+                    "run %s: the database is still unreachable (%s); the recovery sweep "
+                    "resumes the run",
+                    run_id,
+                    exc,
+                )
+                return None
+            time.sleep(delay)
+            delay = min(delay * 2, 5.0)
+
+
+_FINISHED_FIELDS = (
+    "status",
+    "stop_cause",
+    "error_code",
+    "error_message",
+    "final_message",
+    "finished_at",
+)
+
+
+def finish_locked(run: Run, **outcome) -> None:
+    """End ``run``, which the caller has locked and found unfinished, with ``outcome``
+    (as ``_finished_fields`` takes it); the run's fields are set to match."""
+    fields = _finished_fields(**outcome)
+    if connection.vendor == "postgresql":
+        _write_finish(run.pk, fields)
+    else:
+        _write_finish_in_steps(run, fields)
+    for name, value in fields.items():
+        setattr(run, name, value)
+    _start_next_after_commit(run.conversation_id)
+
+
+def _finished_fields(
+    *,
+    status: RunStatus,
+    cause: StopCause,
+    error_code: str = "",
+    error_message: str = "",
+    final_message: str = "",
+) -> dict:
+    return {
+        "status": status,
+        "stop_cause": cause,
+        "error_code": error_code,
+        "error_message": error_message[:4000],
+        "final_message": final_message,
+        "finished_at": timezone.now(),
+    }
+
+
+def _write_finish(
+    run_id: uuid.UUID, fields: dict, *, claim: int | None = None, whole: bool = False
+) -> uuid.UUID | None:
+    """Write the finish in one statement (PostgreSQL): the run, its usage added to its
+    conversation's totals (whose ``updated_at`` is its last activity) and its
+    ``run.finished`` event. Returns the run's conversation, or None when the run had
+    already ended (or, with ``whole``, its history is not whole), in which case nothing
+    is written."""
+    now = fields["finished_at"]
+    with connection.cursor() as cursor:
+        cursor.execute(
+            _finish_sql(claimed=claim is not None, whole_history=whole),
+            [
+                *(prep(Run, name, fields[name]) for name in _FINISHED_FIELDS),
+                uuid_param(run_id),
+                *RunStatus.finished(),
+                *([claim] if claim is not None else []),
+                *([uuid_param(run_id)] * _WHOLE_HISTORY_PARAMS if whole else []),
+                prep(Conversation, "updated_at", now),
+                RunEventType.RUN_FINISHED,
+                prep(RunEvent, "data", _finished_event(fields)[1]),
+                prep(RunEvent, "created_at", now),
+            ],
+        )
+        row = cursor.fetchone()
+    return None if row is None else Conversation._meta.pk.to_python(row[0])
+
+
+def _write_finish_in_steps(run: Run, fields: dict) -> None:
+    """``_write_finish`` for databases without data-modifying ``WITH``: ``run`` is locked
+    and unfinished, and its usage is current."""
+    writes = Batch()
+    writes.update(Run, run.pk, **fields)
+    writes.update(
+        Conversation,
+        run.conversation_id,
+        prompt_tokens=Add(run.prompt_tokens),
+        completion_tokens=Add(run.completion_tokens),
+        cached_tokens=Add(run.cached_tokens),
+        cost=Add(run.cost),
+        updated_at=fields["finished_at"],
+    )
+    writes.insert(*EventLog(run).numbered(_finished_event(fields)))
+    writes.write()
+
+
+def _start_next_after_commit(conversation_id: uuid.UUID) -> None:
+    # Looked up once the finish is committed: a run queued meanwhile is then either found
+    # there or sees this one finished when its own task claims it.
+    transaction.on_commit(lambda: _enqueue_next(conversation_id=conversation_id))
+
+
+def _enqueue_next(*, conversation_id: uuid.UUID) -> None:
+    """Start the conversation's next run, when it is waiting for its turn."""
+    with connection.cursor() as cursor:
+        cursor.execute(_next_run_sql(), [uuid_param(conversation_id), *RunStatus.finished()])
+        following = cursor.fetchone()
+    if following is not None and following[1] == RunStatus.QUEUED:
+        run_enqueue(run_id=Run._meta.pk.to_python(following[0]))
+
+
+# The hot statements of a run's finish are plain SQL: compiling their querysets cost
+# more than running them. A conversation's next run is found among its runs "not
+# finished", through the conversation's index (conversations/locks.py says why).
+
+
+@cache
+def _run_lock_sql() -> str:
+    lock = " FOR UPDATE" if connection.features.has_select_for_update else ""
+    runs = quote_name(Run._meta.db_table)
+    return f"SELECT {columns(Run, 'r')} FROM {runs} r WHERE r.id = %s{lock}"
+
+
+@cache
+def _next_run_sql() -> str:
+    return (
+        f"SELECT id, status FROM {quote_name(Run._meta.db_table)} WHERE conversation_id = %s "
+        "AND status NOT IN (%s, %s, %s) ORDER BY created_at, id LIMIT 1"
+    )
+
+
+def run_finish(
+    *,
+    run_id: uuid.UUID,
+    status: RunStatus,
+    cause: StopCause,
+    error_code: str = "",
+    error_message: str = "",
+    final_message: str = "",
+    claim: int | None = None,
+) -> bool:
+    """End the run exactly once (False if it had already ended) and start the next
+    queued run of its conversation. With ``claim`` (the worker's ``Run.claims`` token),
+    only while that worker still holds the run: one whose run was taken over by another
+    worker must not end it under that worker. A worker's run succeeds only over a history
+    the database holds whole (``_WHOLE_HISTORY``); otherwise nothing is written, False is
+    returned, and the run is still the worker's to resume from what is stored.
+
+    On PostgreSQL this is the finish's one statement, which ends the run only if it has
+    not ended yet: no lock, read or commit of its own at the end of every run."""
+    whole = claim is not None and status == RunStatus.SUCCEEDED
+    outcome = {
+        "status": status,
+        "cause": cause,
+        "error_code": error_code,
+        "error_message": error_message,
+        "final_message": final_message,
+    }
+    if connection.vendor == "postgresql":
+        conversation_id = _write_finish(
+            run_id, _finished_fields(**outcome), claim=claim, whole=whole
+        )
+        if conversation_id is None:
+            return False
+        _start_next_after_commit(conversation_id)
+        return True
+    with transaction.atomic():
+        with connection.cursor() as cursor:
+            cursor.execute(_run_lock_sql(), [uuid_param(run_id)])
+            row = cursor.fetchone()
+        if row is None:
+            return False
+        run, _ = from_row(Run, row)
+        if run.status in RunStatus.finished() or claim not in (None, run.claims):
+            return False
+        if whole and not history_whole(run_id=run_id):
+            return False
+        finish_locked(run, **outcome)
+        return True
+
+
+# A run's usage, added to its conversation's totals when it finishes.
+_USAGE_TOTALS = ("prompt_tokens", "completion_tokens", "cached_tokens", "cost")
+
+
+# A run's history is whole when its user message is stored, its messages are
+# contiguous, each tool call of its assistant messages has a result after it, and its
+# last message is an assistant message that calls no tool (the answer). A worker's run
+# succeeds only then: a step the database lost (a crash) is redone, never skipped.
+_WHOLE_HISTORY = (
+    "EXISTS (SELECT 1 FROM {m} u WHERE u.run_id = %s AND u.role = 'user') "
+    "AND (SELECT count(*) = max(seq) - min(seq) + 1 FROM {m} WHERE run_id = %s) "
+    "AND NOT EXISTS (SELECT 1 FROM {m} a CROSS JOIN LATERAL jsonb_array_elements("
+    "CASE jsonb_typeof(a.tool_calls) WHEN 'array' THEN a.tool_calls ELSE '[]' END) c "
+    "WHERE a.run_id = %s AND a.role = 'assistant' AND NOT EXISTS (SELECT 1 FROM {m} t "
+    "WHERE t.run_id = a.run_id AND t.role = 'tool' AND t.seq > a.seq "
+    "AND t.tool_call_id = c.value ->> 'id')) "
+    "AND EXISTS (SELECT 1 FROM {m} l WHERE l.run_id = %s AND l.role = 'assistant' "
+    "AND l.tool_calls IN ('[]', 'null') "
+    "AND l.seq = (SELECT max(seq) FROM {m} WHERE run_id = %s))"
+)
+_WHOLE_HISTORY_PARAMS = _WHOLE_HISTORY.count("%s")
+
+
+def history_whole(*, run_id: uuid.UUID) -> bool:
+    """Whether the database holds the run's history whole (``_WHOLE_HISTORY``)."""
+    with connection.cursor() as cursor:
+        cursor.execute(_whole_history_sql(), [uuid_param(run_id)] * _WHOLE_HISTORY_PARAMS)
+        return cursor.fetchone() is not None
+
+
+def run_held(*, run_id: uuid.UUID, claim: int) -> bool:
+    """Whether the run is running under the claim token ``claim``."""
+    return Run.objects.filter(pk=run_id, status=RunStatus.RUNNING, claims=claim).exists()
+
+
+@cache
+def _whole_history_sql() -> str:
+    """SELECT a row when the run's history is whole (the check on its own; SQLite reads
+    JSON with its own functions)."""
+    m = quote_name(Message._meta.db_table)
+    if connection.vendor == "postgresql":
+        return f"SELECT 1 WHERE {_WHOLE_HISTORY.format(m=m)}"
+    return (
+        f"SELECT 1 WHERE EXISTS (SELECT 1 FROM {m} u WHERE u.run_id = %s AND u.role = 'user') "
+        f"AND (SELECT count(*) = max(seq) - min(seq) + 1 FROM {m} WHERE run_id = %s) "
+        f"AND NOT EXISTS (SELECT 1 FROM {m} a, json_each(a.tool_calls) c "
+        "WHERE a.run_id = %s AND a.role = 'assistant' AND NOT EXISTS (SELECT 1 FROM "
+        f"{m} t WHERE t.run_id = a.run_id AND t.role = 'tool' AND t.seq > a.seq "
+        "AND t.tool_call_id = json_extract(c.value, '$.id'))) "
+        f"AND EXISTS (SELECT 1 FROM {m} l WHERE l.run_id = %s AND l.role = 'assistant' "
+        "AND json_array_length(l.tool_calls) = 0 "
+        f"AND l.seq = (SELECT max(seq) FROM {m} WHERE run_id = %s))"
+    )
+
+
+@cache
+def _finish_sql(*, claimed: bool, whole_history: bool = False) -> str:
+    """``_write_finish``'s statement. Its event takes the run's next sequence number.
+    ``claimed``: only while the run's claims are the given token; ``whole_history``: only
+    over a whole history (``_WHOLE_HISTORY``)."""
+    runs, conversations, events = (
+        quote_name(m._meta.db_table) for m in (Run, Conversation, RunEvent)
+    )
+    assignments = ", ".join(f"{column(Run, name)} = %s" for name in _FINISHED_FIELDS)
+    usage = [column(Run, name) for name in _USAGE_TOTALS]  # named alike on both models
+    totals = ", ".join(f"{column} = c.{column} + f.{column}" for column in usage)
+    whole = _WHOLE_HISTORY.format(m=quote_name(Message._meta.db_table))
+    return (
+        f"WITH f AS (UPDATE {runs} SET {assignments} WHERE id = %s AND status NOT IN (%s, %s, %s) "
+        f"{'AND claims = %s ' if claimed else ''}"
+        f"{f'AND {whole} ' if whole_history else ''}"
+        f"RETURNING id, conversation_id, {', '.join(usage)}), "
+        f"c AS (UPDATE {conversations} c SET {totals}, updated_at = %s FROM f "
+        "WHERE c.id = f.conversation_id), "
+        f"e AS (INSERT INTO {events} (run_id, seq, type, data, created_at) SELECT f.id, "
+        f"COALESCE((SELECT max(seq) FROM {events} WHERE run_id = f.id), 0) + 1, %s, %s, %s "
+        "FROM f) "
+        "SELECT conversation_id FROM f"
+    )
+
+
+def _finished_event(fields: dict) -> run_log.Event:
+    return run_log.run_finished(
+        status=fields["status"], stop_cause=fields["stop_cause"], error_code=fields["error_code"]
+    )
+
+
+def runs_recover() -> list[uuid.UUID]:
+    """Enqueue again the runs whose task vanished: running ones with a stale heartbeat
+    (worker killed, deploy) and queued ones waiting longer than the grace period
+    (broker outage). Claiming sorts out order and duplicates."""
+    now = timezone.now()
+    stale = now - timedelta(seconds=settings.ADSTUDIO_RUN_STALE_AFTER)
+    waiting = now - timedelta(seconds=settings.ADSTUDIO_QUEUED_RUN_GRACE)
+    run_ids = list(
+        Run.objects.filter(
+            Q(status=RunStatus.RUNNING, heartbeat_at__lt=stale)
+            | Q(status=RunStatus.RUNNING, heartbeat_at__isnull=True)
+            | Q(status=RunStatus.QUEUED, created_at__lt=waiting)
+            | Q(status=RunStatus.QUEUED, error_code=ENQUEUE_FAILED)
+        )
+        .order_by("created_at")
+        .values_list("pk", flat=True)
+    )
+    for run_id in run_ids:
+        with transaction.atomic():
+            run_enqueue(run_id=run_id)
+    if run_ids:
+        logger.info("recovery re-enqueued %d run(s)", len(run_ids))
+    return run_ids

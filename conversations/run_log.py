@@ -1,0 +1,313 @@
+"""A run's record-keeping: its progress events (the event contract of docs/api.md, one
+builder per event type), the streamed text as events, and what each step writes (its
+messages, model calls, counters and events, as one statement per step).
+
+The loop (``conversations.loop``) decides what happens; this module writes it down.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from adstudio.db import Batch, insert_rows
+from adstudio.storable import without_nul
+from conversations import providers
+from conversations.message_rows import row_fields
+from conversations.models import (
+    Conversation,
+    ModelCall,
+    Run,
+    RunEvent,
+    RunEventType,
+)
+from conversations.models import Message as MessageRow
+from conversations.pricing import usage_cost
+from conversations.prompts import system_prompt
+from conversations.providers import (
+    Message,
+    ModelResponse,
+    StopReason,
+    ToolCall,
+    Usage,
+)
+from conversations.tokens import count_tokens, message_tokens
+from conversations.tools import ToolOutcome, tool_specs
+
+TEXT_EVENT_INTERVAL = 0.25  # seconds between streamed text events
+INTERRUPTED = "interrupted"  # ModelCall.error_code of a request whose reply never came
+# What a model step writes of the run, as values (this worker is their only writer).
+_RUN_COUNTERS = (
+    "rounds",
+    "provider",
+    "model",
+    "prompt_tokens",
+    "completion_tokens",
+    "cached_tokens",
+    "cost",
+    "cost_exact",
+)
+
+Event = tuple[RunEventType, dict[str, Any]]
+
+
+# --- Events: one builder per type -----------------------------------------------------
+
+
+def run_started(*, resumed: bool) -> Event:
+    return RunEventType.RUN_STARTED, {"resumed": resumed}
+
+
+def model_call_started(*, round_no: int) -> Event:
+    return RunEventType.MODEL_CALL_STARTED, {"round": round_no}
+
+
+def text_delta(delta: str) -> Event:
+    return RunEventType.TEXT, {"delta": delta}
+
+
+def text_whole(text: str) -> Event:
+    """A reply's text when none of it was streamed."""
+    return RunEventType.TEXT, {"text": text}
+
+
+def text_reset() -> Event:
+    """The text streamed so far was a failed attempt's: clients drop it."""
+    return RunEventType.TEXT, {"reset": True}
+
+
+def tool_call_started(call: ToolCall) -> Event:
+    return RunEventType.TOOL_CALL_STARTED, {
+        "toolCallId": call.id,
+        "name": call.name,
+        "arguments": call.arguments,
+    }
+
+
+def tool_call_finished(call: ToolCall, outcome: ToolOutcome) -> Event:
+    return RunEventType.TOOL_CALL_FINISHED, {
+        "toolCallId": call.id,
+        "name": call.name,
+        "isError": outcome.is_error,
+        "result": outcome.content,
+    }
+
+
+def draft_created(call: ToolCall, *, kind: str, version: str) -> Event:
+    return RunEventType.DRAFT_CREATED, {"kind": kind, "version": version, "toolCallId": call.id}
+
+
+def run_finished(*, status: str, stop_cause: str, error_code: str) -> Event:
+    return RunEventType.RUN_FINISHED, {
+        "status": status,
+        "stopCause": stop_cause,
+        "errorCode": error_code,
+    }
+
+
+class EventLog:
+    """Appends a run's progress events with consecutive sequence numbers.
+
+    Only the worker holding the run writes its events, so the next number is read once
+    (or known, for a new run) and then counted locally; the unique (run, seq) constraint
+    is the backstop.
+    """
+
+    def __init__(self, run: Run, *, next_seq: int | None = None) -> None:
+        self.run = run
+        self._next = next_seq
+
+    def append(self, *events: Event) -> list[RunEvent]:
+        """Write ``events`` now."""
+        rows = self.numbered(*events)
+        return RunEvent.objects.bulk_create(rows) if rows else []
+
+    def numbered(self, *events: Event) -> list[RunEvent]:
+        """The next rows of the log, for the caller to write (with other rows of a step)."""
+        if not events:
+            return []
+        if self._next is None:
+            last = (
+                RunEvent.objects.filter(run=self.run)
+                .order_by("-seq")
+                .values_list("seq", flat=True)
+                .first()
+            )
+            self._next = (last or 0) + 1
+        rows = [
+            RunEvent(run=self.run, seq=self._next + i, type=type, data=data)
+            for i, (type, data) in enumerate(events)
+        ]
+        self._next += len(rows)
+        return rows
+
+
+class TextEvents:
+    """Turns streamed text deltas into a few progress events, not one per token.
+
+    A failed attempt's text is not the reply: what is still buffered is dropped, and if
+    some was sent, a ``text`` event with ``reset`` tells clients to drop it too."""
+
+    def __init__(self, events: EventLog) -> None:
+        self.events = events
+        self.buffer: list[str] = []
+        self.last = time.monotonic()
+        self.sent_any = False
+        self.sent_this_attempt = False
+
+    def attempt_ended(self, *, failed: bool) -> None:
+        if failed:
+            self.buffer.clear()
+            if self.sent_this_attempt:
+                self.events.append(text_reset())
+                self.sent_any = False
+        self.sent_this_attempt = False
+
+    def add(self, delta: str) -> None:
+        self.buffer.append(without_nul(delta))
+        if time.monotonic() - self.last >= TEXT_EVENT_INTERVAL:
+            self.flush()
+
+    def flush(self) -> None:
+        if self.buffer:
+            self.events.append(text_delta("".join(self.buffer)))
+            self.buffer.clear()
+            self.sent_any = self.sent_this_attempt = True
+        self.last = time.monotonic()
+
+
+# --- What a run writes ----------------------------------------------------------------
+
+
+@dataclass
+class RunLog:
+    """The stored side of a run: the history as loaded and appended to, and the current
+    step's writes, staged and written as one statement (and one commit) per step."""
+
+    run: Run
+    conversation: Conversation
+    # The history sent to the model (after the summary): rows as loaded (``history_rows``),
+    # then the rows this run appends.
+    rows: list
+    next_seq: int
+    events: EventLog
+    batch: Batch = field(default_factory=Batch)
+
+    def append(self, message: Message, *, extra: dict | None = None) -> MessageRow:
+        """Stage ``message`` as the conversation's next row."""
+        row = MessageRow(
+            conversation=self.conversation,
+            run=self.run,
+            seq=self.next_seq,
+            tokens=message_tokens(message),
+            **{**row_fields(message), **(extra or {})},
+        )
+        self.batch.insert(row)
+        self.next_seq += 1
+        self.rows.append(row)
+        return row
+
+    def event(self, *events: Event) -> None:
+        """Stage ``events``, numbered next in the run's log."""
+        self.batch.insert(*self.events.numbered(*events))
+
+    def write(self) -> None:
+        self.batch.write()
+
+    def count_usage(self, response: ModelResponse) -> None:
+        """Stage what a model call cost, added to the run's counters. Adapters estimate the
+        usage (``exact=False``) when the provider sent none."""
+        run, usage = self.run, response.usage
+        run.prompt_tokens += usage.prompt_tokens
+        run.completion_tokens += usage.completion_tokens
+        run.cached_tokens += usage.cached_prompt_tokens
+        run.cost += usage_cost(model=response.model, usage=usage)
+        run.cost_exact = run.cost_exact and usage.exact
+        self.batch.update(Run, run.pk, **{name: getattr(run, name) for name in _RUN_COUNTERS})
+
+    def model_call(self, round_no: int, attempt: providers.Attempt) -> None:
+        """Record one attempt at a model call: a success with the reply's step; a failure
+        now, since a retry or another provider may follow and a worker that dies before
+        the step is written must not take the record of a paid request with it."""
+        row = _model_call_row(self.run, round_no, attempt)
+        if attempt.error is None:
+            self.batch.insert(row)
+        else:
+            insert_rows(row)
+
+    def interrupted_call(self, *, route: list[providers.ProviderBinding], messages: list) -> None:
+        """Record the model call a resumed run's worker was waiting on when it died or
+        lost the database: the request was sent (its round's ``model_call.started`` is
+        written before it) and may be paid for, but its round never ended and no row
+        says so. Its prompt tokens are estimated from ``messages``, the request the run
+        sends again now; the stats then count every provider request."""
+        run = self.run
+        last = (
+            RunEvent.objects.filter(run=run, type=RunEventType.MODEL_CALL_STARTED)
+            .order_by("-seq")
+            .values_list("data", "created_at")
+            .first()
+        )
+        if last is None or last[0].get("round", 0) <= run.rounds:
+            return  # the last call made came back and was stored
+        round_no, started_at = last[0]["round"], last[1]
+        calls = ModelCall.objects.filter(run=run, round=round_no)
+        if calls.filter(error_code=INTERRUPTED, created_at__gte=started_at).exists():
+            return  # recorded by an earlier resume
+        binding = route[0]
+        usage = Usage(prompt_tokens=_prompt_tokens(messages), exact=False)
+        run.prompt_tokens += usage.prompt_tokens
+        run.cost += usage_cost(model=binding.model, usage=usage)
+        run.cost_exact = False
+        writes = Batch()
+        writes.insert(
+            ModelCall(
+                run=run,
+                round=round_no,
+                attempt=calls.count() + 1,
+                provider=binding.name,
+                model=binding.model,
+                prompt_tokens=usage.prompt_tokens,
+                usage_exact=False,
+                finish_reason=StopReason.ERROR,
+                error_code=INTERRUPTED,
+                error="No reply was received: the worker stopped while it waited for the "
+                "model (the prompt tokens are estimated).",
+            )
+        )
+        writes.update(Run, run.pk, prompt_tokens=run.prompt_tokens, cost=run.cost, cost_exact=False)
+        writes.write()
+
+
+def _prompt_tokens(messages: list[Message]) -> int:
+    """An estimate of one request's prompt: system prompt, tools and history."""
+    tools = json.dumps([spec.parameters for spec in tool_specs()], ensure_ascii=False)
+    return (
+        count_tokens(system_prompt())
+        + count_tokens(tools)
+        + sum(message_tokens(message) for message in messages)
+    )
+
+
+def _model_call_row(run: Run, round_no: int, attempt: providers.Attempt) -> ModelCall:
+    response: ModelResponse | None = attempt.response
+    usage = response.usage if response else Usage()
+    error = attempt.error
+    return ModelCall(
+        run=run,
+        round=round_no,
+        attempt=attempt.attempt,
+        provider=attempt.provider,
+        model=attempt.model,
+        latency_ms=attempt.latency_ms,
+        prompt_tokens=usage.prompt_tokens,
+        completion_tokens=usage.completion_tokens,
+        cached_tokens=usage.cached_prompt_tokens,
+        usage_exact=usage.exact and bool(response) and (usage.prompt_tokens > 0),
+        finish_reason=response.stop_reason if response else StopReason.ERROR,
+        provider_request_id=(response.request_id if response else "")[:128],
+        error_code=error.code if error else "",
+        error=str(error)[:2000] if error else "",
+    )
