@@ -49,7 +49,7 @@ def load_catalogue(count: int, seed: int, reload: bool) -> float | None:
     """Import ``count`` generated voices (approved) unless exactly those are loaded."""
     from django.db import connection
 
-    from voices.catalogue_generator import generate, write
+    from benchmarks.catalogue_generator import generate, write
     from voices.models import Voice
     from voices.services import voice_import
 
@@ -71,7 +71,7 @@ def load_catalogue(count: int, seed: int, reload: bool) -> float | None:
 
 def make_queries(count: int, seed: int) -> list[tuple[str, dict[str, Any]]]:
     """``count`` searches, an equal share of each kind, in a shuffled but fixed order."""
-    from voices.catalogue_generator import LOCALES, STYLES, USE_CASES
+    from benchmarks.catalogue_generator import LOCALES, STYLES, USE_CASES
     from voices.languages import language_name
 
     rng = random.Random(seed)
@@ -231,7 +231,7 @@ def main(argv: list[str] | None = None) -> None:
 
 
 def explain(queries) -> None:
-    from voices.services import voice_query, voice_queryset
+    from voices.selectors import voice_query, voice_queryset
 
     seen: set[str] = set()
     for kind, raw in queries:

@@ -21,22 +21,11 @@ from rest_framework.response import Response
 
 from drafts.models import Ad, Draft, DraftKind, DraftStatus
 from drafts.payloads import MusicVersion, SfxVersion, VoiceVersion
-from drafts.selectors import draft_state
+from drafts.selectors import ads_for, draft_state, drafts_for
 from drafts.services import ad_create, ad_update, draft_activate
 from voices.languages import UnknownLanguage, normalise_language
 
 _FORMAT_SECONDS = re.compile(r"(\d{1,3})\s*(?:s\b|sec|second)", re.IGNORECASE)
-
-
-def ads_for(user) -> QuerySet[Ad]:
-    """The ads ``user`` may see: their own, or all of them for staff."""
-    ads = Ad.objects.all()
-    return ads if user.is_staff else ads.filter(owner=user)
-
-
-def drafts_for(user) -> QuerySet[Draft]:
-    drafts = Draft.objects.select_related("ad", "parent")
-    return drafts if user.is_staff else drafts.filter(ad__owner=user)
 
 
 class BriefSerializer(serializers.Serializer):

@@ -1,6 +1,9 @@
-"""Reads of an ad's drafts: the latest and active version of each kind."""
+"""Reads of ads and their drafts: what a user may see, and the latest and active version
+of each kind."""
 
 from __future__ import annotations
+
+from django.db.models import QuerySet
 
 from drafts.models import Ad, Draft, DraftKind, DraftStatus
 
@@ -38,3 +41,14 @@ def draft_state(*, ad: Ad) -> dict[str, dict]:
         elif draft.status == DraftStatus.ARCHIVED:
             entry["archived"].insert(0, draft.label)  # rows come newest first
     return state
+
+
+def ads_for(user) -> QuerySet[Ad]:
+    """The ads ``user`` may see: their own, or all of them for staff."""
+    ads = Ad.objects.all()
+    return ads if user.is_staff else ads.filter(owner=user)
+
+
+def drafts_for(user) -> QuerySet[Draft]:
+    drafts = Draft.objects.select_related("ad", "parent")
+    return drafts if user.is_staff else drafts.filter(ad__owner=user)

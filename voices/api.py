@@ -21,7 +21,7 @@ from rest_framework.response import Response
 from adstudio.db import planned_per_query
 from voices.languages import UnknownLanguage
 from voices.models import Gender, Voice
-from voices.services import (
+from voices.selectors import (
     DEFAULT_COUNT,
     MAX_COUNT,
     InvalidSearch,

@@ -56,7 +56,7 @@ class Voice(models.Model):
             # A voice without a language can never be found by search.
             models.CheckConstraint(condition=~Q(language=""), name="voice_language_not_empty"),
         ]
-        # Each serves one filter of voices.services.voice_queryset; search reads only
+        # Each serves one filter of voices.selectors.voice_queryset; search reads only
         # approved, active rows, and (name, id) order lets "first 10 by name" stop after
         # 10 rows. Style words use a full-text index that migration 0002 creates on
         # PostgreSQL only. docs/voices.md has the query plans these were chosen for.

@@ -11,7 +11,7 @@ from pydantic import ConfigDict, Field, field_validator
 
 from adstudio.tools import Tool, ToolArgs, ToolContext, ToolError
 from voices.languages import UnknownLanguage, language_name, normalise_language
-from voices.services import (
+from voices.selectors import (
     DEFAULT_COUNT,
     MAX_COUNT,
     InvalidSearch,

@@ -6,7 +6,7 @@ import pytest
 from django.db import connection
 
 from drafts.models import Ad
-from voices.services import search_voices
+from voices.selectors import search_voices
 
 pytestmark = pytest.mark.django_db
 

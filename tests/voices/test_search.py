@@ -6,7 +6,7 @@ import pytest
 
 from voices.languages import UnknownLanguage
 from voices.models import Voice
-from voices.services import (
+from voices.selectors import (
     InvalidSearch,
     approved_voices_by_id,
     catalogue_languages,
@@ -219,7 +219,7 @@ def test_style_words_use_the_full_text_index(make_voice):
     style search scans the language's rows."""
     from django.db import connection
 
-    from voices.services import _WordsMatch
+    from voices.selectors import _WordsMatch
 
     make_voice(style="warm")
     with connection.cursor() as cursor:

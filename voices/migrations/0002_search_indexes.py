@@ -5,7 +5,7 @@ from django.db import migrations, models
 
 # Style words are matched against style, use case and description with PostgreSQL full
 # text search ('simple' configuration: lower-cased words, no stemming). The expression
-# must stay identical to voices.services._WordsMatch so the planner uses the index.
+# must stay identical to voices.selectors._WordsMatch so the planner uses the index.
 # Not partial, so the planner has statistics on the words (it keeps none for partial
 # expression indexes). SQLite (the embedded default) has no such index: it uses a regex.
 SEARCH_WORDS_INDEX = """

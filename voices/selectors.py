@@ -1,0 +1,305 @@
+"""Reads of the voice catalogue: searching approved voices (what the model and the API
+see), what a language has (facets), and looking voices up by id.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from django.core.cache import cache
+from django.db import connection
+from django.db.models import (
+    BooleanField,
+    Case,
+    Count,
+    F,
+    Func,
+    IntegerField,
+    Max,
+    Q,
+    QuerySet,
+    Value,
+    When,
+)
+
+from adstudio.db import planned_per_query
+from voices.languages import Language, normalise_language
+from voices.models import SEARCHABLE, Gender, Voice
+
+MAX_COUNT = 50
+DEFAULT_COUNT = 10
+# A safety net only: cache keys carry the catalogue version, so writes invalidate them.
+FACETS_CACHE_SECONDS = 300
+# The fields of a compact search result, in the order they are sent to the model.
+# What the model reads of a voice to choose it (the design's fields); locale only where the
+# results mix locales (pt-BR beside pt-PT), since repeating one on every voice tells nothing.
+_COMPACT_FIELDS = ("id", "name", "language", "gender", "accent", "style", "use_case", "locale")
+_WORD = re.compile(r"[^\W_]+")
+_MAX_STYLE_WORDS = 6
+_MAX_PK = 2**63 - 1
+
+
+class InvalidSearch(ValueError):
+    """A search argument the caller must fix; ``field`` names it."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(message)
+        self.field = field
+
+
+@dataclass(frozen=True)
+class VoiceQuery:
+    """A validated search: what ``search_voices`` and the API filter and rank by."""
+
+    language: Language
+    gender: str | None = None
+    accent: str | None = None
+    style_words: tuple[str, ...] = ()
+
+    @property
+    def style(self) -> str:
+        return " ".join(self.style_words)
+
+
+def clamp_count(count: Any, default: int = DEFAULT_COUNT) -> int:
+    """1..50: an out-of-range count is a model's or client's slip, not worth a refusal."""
+    try:
+        value = int(count)
+    except (TypeError, ValueError):
+        return default
+    return max(1, min(MAX_COUNT, value))
+
+
+def voice_query(
+    *,
+    language: str,
+    gender: str | None = None,
+    accent: str | None = None,
+    style: str | None = None,
+) -> VoiceQuery:
+    """Validate and normalise search arguments; raises ``UnknownLanguage`` (language) or
+    ``InvalidSearch`` naming the field."""
+    if language is None or not str(language).strip():
+        raise InvalidSearch("language", "language is required, e.g. 'th', 'Thai' or 'pt-BR'.")
+    parsed = normalise_language(str(language))
+    gender_value = None
+    if gender is not None and str(gender).strip():
+        gender_value = str(gender).strip().lower()
+        if gender_value not in Gender.values:
+            raise InvalidSearch(
+                "gender",
+                f"Unknown gender {gender!r}: use one of {', '.join(Gender.values)}.",
+            )
+    # NUL never reaches PostgreSQL (it refuses it in text); "_" and spaces fold like labels.
+    accent_value = " ".join(str(accent or "").replace("\x00", "").replace("_", " ").lower().split())
+    words = tuple(_WORD.findall(str(style).lower()))[:_MAX_STYLE_WORDS] if style else ()
+    return VoiceQuery(parsed, gender_value, accent_value or None, words)
+
+
+class _WordsMatch(Func):
+    """PostgreSQL: every query word is a word of the voice's style, use case or description.
+
+    The document expression is the one indexed by ``voice_search_words`` (migration 0002);
+    keep them identical or the planner falls back to scanning the language's rows.
+    """
+
+    output_field = BooleanField()
+
+    def __init__(self, phrase: str) -> None:
+        super().__init__(F("style"), F("use_case"), F("description"), Value(phrase))
+
+    def as_sql(self, compiler, connection, **extra_context):
+        parts, params = [], []
+        for expression in self.get_source_expressions():
+            sql, sql_params = compiler.compile(expression)
+            parts.append(sql)
+            params.extend(sql_params)
+        document = " || ' ' || ".join(parts[:3])
+        sql = (
+            f"to_tsvector('simple'::regconfig, {document}) "
+            f"@@ plainto_tsquery('simple'::regconfig, {parts[3]})"
+        )
+        return sql, params
+
+
+def _words_match(words: tuple[str, ...]) -> Q | _WordsMatch:
+    if connection.vendor == "postgresql":
+        return _WordsMatch(" ".join(words))
+    # Elsewhere (SQLite, the embedded default) a whole-word regex per word and column.
+    condition = Q()
+    for word in words:
+        pattern = rf"\b{re.escape(word)}\b"
+        condition &= (
+            Q(style__iregex=pattern) | Q(use_case__iregex=pattern) | Q(description__iregex=pattern)
+        )
+    return condition
+
+
+def _accent_match(query: VoiceQuery) -> Q:
+    """Accent equal to the accent asked for, or locale equal to it ('en-GB', 'en_gb'), or
+    a region code of the language ('BR' with pt means pt-BR)."""
+    accent = query.accent or ""
+    locales = {accent.replace(" ", "-")}
+    if re.fullmatch(r"[a-z]{2}|\d{3}", accent):
+        locales.add(f"{query.language.code}-{accent}")
+    condition = Q(accent__iexact=accent)
+    for locale in sorted(locales):
+        condition |= Q(locale__iexact=locale)
+    return condition
+
+
+def voice_queryset(query: VoiceQuery) -> QuerySet[Voice]:
+    """Approved, active voices matching ``query``, best first, in a stable order.
+
+    With a style: voices whose style or use case equals it come first, then the other
+    matches (its words in style, use case or description); ties by name, then id.
+    """
+    qs = Voice.objects.filter(SEARCHABLE, language=query.language.code)
+    if query.language.locale:
+        qs = qs.filter(locale__iexact=query.language.locale)
+    if query.gender:
+        qs = qs.filter(gender=query.gender)
+    if query.accent:
+        qs = qs.filter(_accent_match(query))
+    if not query.style_words:
+        return qs.order_by("name", "id")
+    exact = Q(style__iexact=query.style) | Q(use_case__iexact=query.style)
+    rank = Case(When(exact, then=Value(0)), default=Value(1), output_field=IntegerField())
+    return (
+        qs.filter(_words_match(query.style_words)).alias(rank=rank).order_by("rank", "name", "id")
+    )
+
+
+def compact_voice(values: dict[str, Any], *, locale: bool = False) -> dict[str, str]:
+    """The few tokens the model needs per voice, empty fields left out: id, name,
+    language, gender, accent, style (the use case when it has none) and, if asked, locale."""
+    record = {"id": str(values["id"])}
+    for name in ("name", "language", "gender", "accent"):
+        if values[name]:
+            record[name] = values[name]
+    style = values["style"] or values["use_case"]
+    if style:
+        record["style"] = style
+    if locale and values["locale"]:
+        record["locale"] = values["locale"]
+    return record
+
+
+def search_voices(
+    language: str,
+    gender: str | None = None,
+    accent: str | None = None,
+    style: str | None = None,
+    count: int = DEFAULT_COUNT,
+) -> list[dict[str, str]]:
+    """Up to ``count`` (clamped to 1..50) approved, active voices as compact records.
+
+    One query. Raises ``UnknownLanguage`` or ``InvalidSearch``; an empty list means no
+    voice matched (``voice_facets`` says what the language does have).
+    """
+    query = voice_query(language=language, gender=gender, accent=accent, style=style)
+    rows = voice_queryset(query).values(*_COMPACT_FIELDS)[: clamp_count(count)]
+    with planned_per_query():
+        rows = list(rows)
+    mixed_locales = len({row["locale"] for row in rows}) > 1
+    return [compact_voice(row, locale=mixed_locales) for row in rows]
+
+
+def _top(counter: Counter[str], limit: int) -> dict[str, int]:
+    ranked = sorted(counter.items(), key=lambda item: (-item[1], item[0]))
+    return dict(ranked[:limit])
+
+
+def catalogue_version() -> str:
+    """Changes whenever a voice is written (every write path sets ``updated_at``).
+
+    One index-only lookup; it keys the facet caches so they never outlive a change.
+    """
+    stamp = Voice.objects.aggregate(stamp=Max("updated_at"))["stamp"]
+    return stamp.isoformat() if stamp else "empty"
+
+
+def _cached(key: str, compute: Callable[[], Any]) -> Any:
+    key = f"voices:{key}:{catalogue_version()}"
+    value = cache.get(key)
+    if value is None:
+        value = compute()
+        cache.set(key, value, FACETS_CACHE_SECONDS)
+    return value
+
+
+def voice_facets(language: str | Language, *, limit: int = 15) -> dict[str, dict[str, int]]:
+    """What approved, active voices of ``language`` exist: counts of genders, accents,
+    locales and styles (style and use-case values, which the ``style`` filter matches).
+
+    Aggregating a big language (25,000 English voices) takes ~14 ms, so results are
+    cached per catalogue version: one cheap query when cached, two otherwise. All
+    counts are empty when the catalogue has no voice in that language.
+    """
+    code = language.code if isinstance(language, Language) else normalise_language(language).code
+    return _cached(f"facets:{code}:{limit}", lambda: _compute_facets(code, limit))
+
+
+def _compute_facets(code: str, limit: int) -> dict[str, dict[str, int]]:
+    rows = (
+        Voice.objects.filter(SEARCHABLE, language=code)
+        .values_list("gender", "accent", "locale", "style", "use_case")
+        .annotate(n=Count("*"))  # not Count("id"): the facets index has every column read
+        .order_by()
+    )
+    facets: dict[str, Counter[str]] = {
+        "genders": Counter(),
+        "accents": Counter(),
+        "locales": Counter(),
+        "styles": Counter(),
+    }
+    for gender, accent, locale, style, use_case, n in rows:
+        facets["genders"][gender] += n
+        if accent:
+            facets["accents"][accent.lower()] += n
+        if locale:
+            facets["locales"][locale] += n
+        for label in {style.lower(), use_case.lower()} - {""}:
+            facets["styles"][label] += n
+    return {key: _top(counter, limit) for key, counter in facets.items()}
+
+
+def catalogue_languages() -> dict[str, int]:
+    """Languages with approved, active voices, and how many each (most first); cached
+    like the facets."""
+
+    def compute() -> dict[str, int]:
+        rows = (
+            Voice.objects.filter(SEARCHABLE)
+            .values("language")
+            .annotate(n=Count("id"))
+            .order_by("-n", "language")
+        )
+        return {row["language"]: row["n"] for row in rows}
+
+    return _cached("languages", compute)
+
+
+def approved_voices_by_id(ids: Iterable[str]) -> dict[str, Voice]:
+    """The approved, active voices among ``ids``, keyed by the id as given.
+
+    Ids that are not integers (or out of range) are ignored rather than raising, so a
+    model's made-up id is reported as unknown by the caller, never as a crash.
+    """
+    wanted: dict[int, list[str]] = {}
+    for raw in ids:
+        text = str(raw).strip()
+        if text.isascii() and text.isdigit() and 0 < int(text) <= _MAX_PK:
+            wanted.setdefault(int(text), []).append(str(raw))
+    if not wanted:
+        return {}
+    found: dict[str, Voice] = {}
+    # Unordered: the catalogue's default ordering would only cost a sort and its compiling.
+    for voice in Voice.objects.filter(pk__in=wanted, approved=True, active=True).order_by():
+        for given in wanted[voice.pk]:
+            found[given] = voice
+    return found
