@@ -141,7 +141,7 @@ def database_config(name: str, *, default_sqlite_path: Path, pool_max_size: int 
         config.setdefault("OPTIONS", {}).update(
             # Parameters bound by the server, so a statement run again (every step of an
             # agent run is the same few) is prepared once per connection and not parsed
-            # and planned each time: about a sixth of the loop's cost per round. Not for
+            # and planned each time. Not for
             # a transaction-pooling PgBouncer in front of the database, which would lose
             # the prepared statements between transactions.
             server_side_binding=True,

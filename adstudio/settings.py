@@ -267,8 +267,6 @@ CELERY_BEAT_SCHEDULE = {
 # or model means the provider profile's default; a provider without a key is skipped by
 # the router, and with no key at all the offline demo director answers.
 
-ADSTUDIO_PROVIDER_NAMES = ("openai", "qwen", "kimi", "anthropic", "demo")
-
 
 def _provider_entry(key_env: str, base_url_env: str, model_env: str) -> dict[str, str]:
     base_url = env_str(base_url_env).rstrip("/")
@@ -278,6 +276,18 @@ def _provider_entry(key_env: str, base_url_env: str, model_env: str) -> dict[str
             "(e.g. http://127.0.0.1:11434/v1 for Ollama)."
         )
     return {"api_key": env_str(key_env), "base_url": base_url, "model": env_str(model_env)}
+
+
+ADSTUDIO_PROVIDERS = {
+    "openai": _provider_entry("OPENAI_API_KEY", "OPENAI_BASE_URL", "ADSTUDIO_OPENAI_MODEL"),
+    "qwen": _provider_entry("DASHSCOPE_API_KEY", "DASHSCOPE_BASE_URL", "ADSTUDIO_QWEN_MODEL"),
+    "kimi": _provider_entry("MOONSHOT_API_KEY", "MOONSHOT_BASE_URL", "ADSTUDIO_KIMI_MODEL"),
+    "anthropic": _provider_entry(
+        "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "ADSTUDIO_ANTHROPIC_MODEL"
+    ),
+}
+# What routes, fallbacks and strict tools may name (the router's PROVIDER_NAMES).
+ADSTUDIO_PROVIDER_NAMES = (*ADSTUDIO_PROVIDERS, "demo")
 
 
 def _provider_name(name: str, source: str) -> str:
@@ -331,16 +341,7 @@ def _strict_tools(name: str) -> frozenset[str]:
     return names
 
 
-_STRICT_TOOLS = _strict_tools("ADSTUDIO_STRICT_TOOLS")
-ADSTUDIO_PROVIDERS = {
-    "openai": _provider_entry("OPENAI_API_KEY", "OPENAI_BASE_URL", "ADSTUDIO_OPENAI_MODEL"),
-    "qwen": _provider_entry("DASHSCOPE_API_KEY", "DASHSCOPE_BASE_URL", "ADSTUDIO_QWEN_MODEL"),
-    "kimi": _provider_entry("MOONSHOT_API_KEY", "MOONSHOT_BASE_URL", "ADSTUDIO_KIMI_MODEL"),
-    "anthropic": _provider_entry(
-        "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "ADSTUDIO_ANTHROPIC_MODEL"
-    ),
-}
-for _name in _STRICT_TOOLS:
+for _name in _strict_tools("ADSTUDIO_STRICT_TOOLS"):
     ADSTUDIO_PROVIDERS[_name]["strict_tools"] = True
 # Language (optionally language:MARKET) -> provider; "default" for every other language.
 ADSTUDIO_PROVIDER_ROUTES = _provider_routes(

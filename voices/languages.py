@@ -182,10 +182,6 @@ def language_name(code: str) -> str:
     return _names().get(code, code)
 
 
-def language_codes() -> list[str]:
-    return [code for code, _, _ in LANGUAGES]
-
-
 @lru_cache(maxsize=4096)  # bounded: values come from files and models
 def normalise_language(value: str) -> Language:
     """Turn any spelling of a language into ``Language(code, locale)``.

@@ -1,7 +1,8 @@
 """The provider layer: the neutral model, the adapters, routing, retries and failover.
 
-The agent loop imports from here only: ``route``, ``generate``, ``get_provider``, the
-message types and the error hierarchy.
+The rest of the project imports from here only: ``route``, ``generate``, ``get_provider``,
+the message types and the error hierarchy. No module outside this package imports an
+SDK.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from conversations.providers.base import (
     AuthenticationFailed,
     BadRequest,
     ChatProvider,
+    ChatRole,
     ContentFiltered,
     GenerateOptions,
     GenerateRequest,
@@ -19,7 +21,6 @@ from conversations.providers.base import (
     ProviderError,
     QuotaExhausted,
     RateLimited,
-    Role,
     StopReason,
     TextCallback,
     ToolCall,
@@ -48,6 +49,7 @@ __all__ = [
     "AuthenticationFailed",
     "BadRequest",
     "ChatProvider",
+    "ChatRole",
     "ContentFiltered",
     "GenerateOptions",
     "GenerateRequest",
@@ -59,7 +61,6 @@ __all__ = [
     "QuotaExhausted",
     "RateLimited",
     "RetryPolicy",
-    "Role",
     "StopReason",
     "TextCallback",
     "ToolCall",

@@ -14,7 +14,7 @@ from enum import StrEnum
 from typing import Any, Literal, Protocol
 
 
-class Role(StrEnum):
+class ChatRole(StrEnum):
     USER = "user"
     ASSISTANT = "assistant"
     TOOL = "tool"
@@ -51,7 +51,7 @@ class ToolCall:
 @dataclass(frozen=True)
 class UserMessage:
     text: str
-    role: Literal[Role.USER] = Role.USER
+    role: Literal[ChatRole.USER] = ChatRole.USER
 
 
 @dataclass(frozen=True)
@@ -61,7 +61,7 @@ class AssistantMessage:
     # Provider fields that must be sent back with this message on later requests
     # (Kimi ``reasoning_content``, Gemini ``extra_content`` thought signatures).
     provider_data: dict[str, Any] = field(default_factory=dict)
-    role: Literal[Role.ASSISTANT] = Role.ASSISTANT
+    role: Literal[ChatRole.ASSISTANT] = ChatRole.ASSISTANT
 
 
 @dataclass(frozen=True)
@@ -70,7 +70,7 @@ class ToolResultMessage:
     name: str
     content: str  # JSON text of the tool's result or of {"error", "suggestion"}
     is_error: bool = False
-    role: Literal[Role.TOOL] = Role.TOOL
+    role: Literal[ChatRole.TOOL] = ChatRole.TOOL
 
 
 Message = UserMessage | AssistantMessage | ToolResultMessage

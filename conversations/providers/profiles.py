@@ -38,10 +38,8 @@ class ModelTraits:
 @dataclass(frozen=True)
 class ProviderProfile:
     name: str
-    # Where the settings come from (docs/providers.md lists them).
+    # The variable holding its key, named in errors (settings read it, docs/providers.md).
     key_env: str
-    base_url_env: str
-    model_env: str
     default_base_url: str  # "" = the SDK's default (api.openai.com)
     default_model: str
     # The wire format the provider speaks (CHAT_COMPLETIONS or ANTHROPIC_MESSAGES).
@@ -114,8 +112,6 @@ def _pick(override: bool | None, current: bool) -> bool:
 OPENAI = ProviderProfile(
     name="openai",
     key_env="OPENAI_API_KEY",
-    base_url_env="OPENAI_BASE_URL",
-    model_env="ADSTUDIO_OPENAI_MODEL",
     default_base_url="",
     default_model="gpt-4.1-mini",
     # OpenAI deprecated max_tokens for chat completions and its reasoning models reject
@@ -135,8 +131,6 @@ OPENAI = ProviderProfile(
 QWEN = ProviderProfile(
     name="qwen",
     key_env="DASHSCOPE_API_KEY",
-    base_url_env="DASHSCOPE_BASE_URL",
-    model_env="ADSTUDIO_QWEN_MODEL",
     default_base_url="https://dashscope-intl.aliyuncs.com/compatible-mode/v1",
     default_model="qwen-plus",
     # DashScope streams parallel tool calls with the id repeated on every fragment and
@@ -174,8 +168,6 @@ QWEN = ProviderProfile(
 KIMI = ProviderProfile(
     name="kimi",
     key_env="MOONSHOT_API_KEY",
-    base_url_env="MOONSHOT_BASE_URL",
-    model_env="ADSTUDIO_KIMI_MODEL",
     default_base_url="https://api.moonshot.ai/v1",
     default_model="kimi-k2-0905-preview",
     # Moonshot streams tool calls (index may repeat for different ids; handled by the
@@ -204,8 +196,6 @@ KIMI = ProviderProfile(
 ANTHROPIC = ProviderProfile(
     name="anthropic",
     key_env="ANTHROPIC_API_KEY",
-    base_url_env="ANTHROPIC_BASE_URL",
-    model_env="ADSTUDIO_ANTHROPIC_MODEL",
     # The SDK appends /v1/messages: the base URL has no /v1.
     default_base_url="https://api.anthropic.com",
     # claude-sonnet-4-5 is deprecated (end of life 2026-11-30, per the SDK's list).

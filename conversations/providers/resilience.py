@@ -26,7 +26,7 @@ logger = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class Attempt:
-    provider: str  # "openai" | "qwen" | "kimi" | "demo"
+    provider: str  # one of router.PROVIDER_NAMES
     model: str
     attempt: int  # 1-based, per provider
     latency_ms: int

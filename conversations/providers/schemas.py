@@ -32,8 +32,7 @@ def wire_tools(
     """Tools in a stable order (by name), schemas optionally inlined or strict.
 
     The schemas are the specs' own dicts (or their strict form, made once), not copies: a
-    payload is only serialised, never changed, and copying every schema on every call was
-    a tenth of the client's CPU.
+    payload is only serialised, never changed, so a copy per call would be CPU for nothing.
     """
     wired = []
     for spec in sorted(tools, key=lambda t: t.name):

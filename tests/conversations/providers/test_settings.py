@@ -68,3 +68,13 @@ def test_provider_entry_reads_key_url_and_model(monkeypatch):
 def test_unknown_fallback_provider_is_refused():
     with pytest.raises(ImproperlyConfigured, match="unknown provider 'gemini'"):
         project_settings._provider_name("gemini", "ADSTUDIO_PROVIDER_FALLBACKS")
+
+
+def test_settings_and_the_router_name_the_same_providers():
+    """Settings validate provider names without importing the router (settings load
+    first): the two lists must not drift apart."""
+    from django.conf import settings
+
+    from conversations import providers
+
+    assert settings.ADSTUDIO_PROVIDER_NAMES == providers.PROVIDER_NAMES
