@@ -64,7 +64,7 @@ def main(argv: list[str] | None = None) -> None:
     setup_django(url)
     from django.db import connection
 
-    from voices.catalogue_generator import generate, write
+    from benchmarks.catalogue_generator import generate, write
 
     results: dict[str, dict] = {}
     with tempfile.TemporaryDirectory() as tmp:

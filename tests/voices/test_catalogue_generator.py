@@ -7,7 +7,7 @@ import json
 from collections import Counter
 from pathlib import Path
 
-from voices.catalogue_generator import CSV_COLUMNS, generate, main, to_elevenlabs, write
+from benchmarks.catalogue_generator import CSV_COLUMNS, generate, main, to_elevenlabs, write
 from voices.importing import FIELDS
 
 FIXTURE = Path(__file__).resolve().parents[2] / "voices" / "fixtures" / "sample_catalogue.json"

@@ -579,7 +579,7 @@ def test_progress_is_shown_on_a_terminal_only(write_json):
 
 @pytest.mark.parametrize("file_format", ["json", "csv", "elevenlabs"])
 def test_the_three_formats_of_one_catalogue_import_the_same(tmp_path, file_format):
-    from voices.catalogue_generator import generate, write
+    from benchmarks.catalogue_generator import generate, write
 
     path = tmp_path / f"catalogue.{file_format}"
     with path.open("w", encoding="utf-8", newline="") as out:

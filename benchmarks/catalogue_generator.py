@@ -1,6 +1,6 @@
 """A deterministic, plausible voice catalogue for the sample fixture, tests and benchmarks.
 
-``python -m voices.catalogue_generator --count 360 --seed 7 --output PATH`` writes our JSON
+``python -m benchmarks.catalogue_generator --count 360 --seed 7 --output PATH`` writes our JSON
 format (the sample fixture is exactly that); ``--format csv`` and ``--format elevenlabs``
 write the other two. It needs no Django: the same arguments always give the same bytes.
 """
@@ -393,7 +393,7 @@ def _voice(
             f"{_a(accent)} accent; {_a(style)} read for {_PURPOSES[use_case]}."
         ),
         "preview_url": f"https://cdn.example.com/{provider}/previews/{voice_id}.mp3",
-        "metadata": {"generator": "voices.catalogue_generator", "seed": seed},
+        "metadata": {"generator": "benchmarks.catalogue_generator", "seed": seed},
     }
 
 
