@@ -28,6 +28,7 @@ install: $(STAMP)
 
 run: $(STAMP)
 	$(PY) manage.py migrate --noinput
+	DEBUG=$${DEBUG:-1} $(PY) manage.py collectstatic --noinput --verbosity 0
 	DEBUG=$${DEBUG:-1} $(PY) manage.py setup_demo
 	@if [ -n "$$CELERY_BROKER_URL" ]; then \
 	  trap 'kill 0' EXIT INT TERM; mkdir -p var; \

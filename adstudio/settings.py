@@ -41,11 +41,14 @@ INSTALLED_APPS = [
     "django.contrib.contenttypes",
     "django.contrib.sessions",
     "django.contrib.messages",
+    # Before staticfiles: runserver leaves static files to WhiteNoise, as in production.
+    "whitenoise.runserver_nostatic",
     "django.contrib.staticfiles",
     "corsheaders",
     "rest_framework",
     "rest_framework.authtoken",
     "drf_spectacular",
+    "drf_spectacular_sidecar",  # Swagger UI's files, served by us rather than a CDN
     "voices",
     "drafts",
     "conversations",
@@ -53,6 +56,8 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    # Static files (the admin's, Swagger UI's) answered before any other work.
+    "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "corsheaders.middleware.CorsMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -103,7 +108,25 @@ USE_I18N = True
 USE_TZ = True
 
 STATIC_URL = "static/"
-STATIC_ROOT = VAR_DIR / "static"
+# Where `manage.py collectstatic` puts the files that WhiteNoise serves in production.
+STATIC_ROOT = Path(env_str("STATIC_ROOT") or VAR_DIR / "static")
+# In production, static file names carry a hash of their content (browsers may cache them
+# for ever) and come precompressed, which needs the manifest that `collectstatic` writes:
+# without it every page linking a static file fails. Under DEBUG, Django's plain storage
+# links the files by their own names and WhiteNoise finds them in the apps, with no
+# STATIC_ROOT (the test suite does the same: tests/conftest.py).
+_STATIC_FROM_APPS = DEBUG
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {
+        "BACKEND": (
+            "django.contrib.staticfiles.storage.StaticFilesStorage"
+            if _STATIC_FROM_APPS
+            else "whitenoise.storage.CompressedManifestStaticFilesStorage"
+        )
+    },
+}
+WHITENOISE_USE_FINDERS = WHITENOISE_AUTOREFRESH = _STATIC_FROM_APPS
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
@@ -154,6 +177,12 @@ SPECTACULAR_SETTINGS = {
     "SERVE_INCLUDE_SCHEMA": False,
     # The schema and its docs describe the API, not anybody's data: public.
     "SERVE_PERMISSIONS": ["rest_framework.permissions.AllowAny"],
+    # Swagger UI from our own static files (drf-spectacular-sidecar): the docs work
+    # offline and run the version we installed, not the CDN's latest.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    # No validatorUrl: Swagger UI would otherwise send the schema's URL to swagger.io.
+    "SWAGGER_UI_SETTINGS": {"deepLinking": True, "validatorUrl": None},
     "COMPONENT_SPLIT_REQUEST": True,
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
