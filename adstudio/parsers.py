@@ -22,8 +22,11 @@ def _reject_constant(value: str) -> None:
 
 
 class SafeJSONParser(JSONParser):
+    def max_bytes(self) -> int:
+        return settings.ADSTUDIO_MAX_BODY_BYTES
+
     def parse(self, stream, media_type=None, parser_context=None):
-        limit = settings.ADSTUDIO_MAX_BODY_BYTES
+        limit = self.max_bytes()
         raw = stream.read(limit + 1) if stream is not None else b""
         if len(raw) > limit:
             raise PayloadTooLarge(f"Request body is larger than {limit} bytes.")

@@ -55,12 +55,21 @@ class ToolError(Exception):
 
 
 @dataclass(frozen=True)
+class WrittenDraft:
+    """A draft a tool call wrote, as the run reports it."""
+
+    kind: str
+    version: str  # its label: "v2"
+    id: str
+
+
+@dataclass(frozen=True)
 class ToolResult:
-    """A handler's result and the draft it wrote, ``(kind, version label)``: the run
-    reports the draft from this, never from the keys of the result the model reads."""
+    """A handler's result and the draft it wrote: the run reports the draft from this,
+    never from the keys of the result the model reads."""
 
     content: dict[str, Any]
-    draft: tuple[str, str] | None = None
+    draft: WrittenDraft | None = None
 
 
 class ToolArgs(BaseModel):

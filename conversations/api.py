@@ -24,6 +24,7 @@ from drf_spectacular.utils import (
 )
 from rest_framework import generics, serializers, status
 from rest_framework.exceptions import APIException, NotFound, ValidationError
+from rest_framework.negotiation import DefaultContentNegotiation
 from rest_framework.permissions import IsAdminUser
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -32,10 +33,11 @@ from rest_framework.views import APIView
 
 from adstudio.parsers import PayloadTooLarge
 from conversations import providers
-from conversations.message_rows import message_parts
+from conversations.message_rows import history_rows, message_parts, model_messages, ui_messages
 from conversations.models import Conversation, Message, Run, RunStatus
 from conversations.selectors import (
     agent_stats,
+    conversation_drafts,
     conversation_latest,
     conversations_for,
     run_drafts,
@@ -44,11 +46,10 @@ from conversations.selectors import (
 )
 from conversations.services import (
     IdempotencyKeyReused,
+    chat_message_send,
     generation_start,
     run_cancel,
     run_once_per_key,
-    send_message,
-    start_generation,
 )
 from drafts.api import BriefSerializer
 from drafts.selectors import ads_for
@@ -232,8 +233,8 @@ class MessageSerializer(serializers.ModelSerializer):
                     "text": {"type": "string"},
                     "toolCallId": {"type": "string"},
                     "toolName": {"type": "string"},
-                    "args": {"type": "object"},
-                    "result": {},
+                    "args": {"type": "object", "additionalProperties": True},
+                    "result": {"type": "object", "additionalProperties": True},
                     "isError": {"type": "boolean"},
                 },
                 "required": ["type"],
@@ -337,18 +338,11 @@ class ChatView(_RunStartView):
             conversation = get_object_or_404(Conversation.objects.filter(ad=ad), pk=conversation_id)
 
         def start(key: str, fingerprint: str) -> Run:
-            if conversation is None:
-                return start_generation(
-                    ad=ad,
-                    request_text=text,
-                    requested_by=request.user,
-                    idempotency_key=key,
-                    idempotency_fingerprint=fingerprint,
-                )
-            return send_message(
+            return chat_message_send(
+                ad=ad,
                 conversation=conversation,
                 text=text,
-                requested_by=request.user,
+                user=request.user,
                 idempotency_key=key,
                 idempotency_fingerprint=fingerprint,
             )
@@ -364,7 +358,7 @@ class RunDetailView(APIView):
 
 
 class RunCancelView(APIView):
-    @extend_schema(request=None, responses=RunSerializer)
+    @extend_schema(request=None, responses={202: RunSerializer})
     def post(self, request: Request, pk) -> Response:
         """Cancel a queued run now, or a running one at its next step."""
         run = get_object_or_404(runs_for(request.user), pk=pk)
@@ -373,14 +367,52 @@ class RunCancelView(APIView):
         return Response(run_body(run), status=status.HTTP_202_ACCEPTED)
 
 
+class _MessageFormats(DefaultContentNegotiation):
+    """``?format=ui`` and ``?format=model`` choose the messages' shape, not a renderer
+    (DRF reads ``format`` as a renderer's name): both are JSON."""
+
+    def select_renderer(self, request, renderers, format_suffix=None):
+        if request.query_params.get("format") in MESSAGE_FORMATS:
+            format_suffix = "json"
+        return super().select_renderer(request, renderers, format_suffix)
+
+
+MESSAGE_FORMATS = ("ui", "model")
+FORMAT_PARAMETER = OpenApiParameter(
+    "format",
+    str,
+    enum=MESSAGE_FORMATS,
+    description="`ui`: the AI SDK's `UIMessage`s (for `useChat({messages})`); `model`: its "
+    "`ModelMessage`s. Without it: this API's messages with typed parts.",
+)
+
+
 class ConversationMessagesView(generics.ListAPIView):
     serializer_class = MessageSerializer
+    content_negotiation_class = _MessageFormats
 
     def get_conversation(self) -> Conversation:
         return get_object_or_404(conversations_for(self.request.user), pk=self.kwargs["pk"])
 
     def get_queryset(self):
         return Message.objects.filter(conversation=self.get_conversation()).order_by("seq")
+
+    @extend_schema(
+        parameters=[FORMAT_PARAMETER],
+        responses=MessageSerializer(many=True),
+        summary="A conversation's messages",
+    )
+    def get(self, request: Request, *args, **kwargs) -> Response:
+        shape = request.query_params.get("format")
+        if shape not in MESSAGE_FORMATS:
+            return super().get(request, *args, **kwargs)
+        conversation = self.get_conversation()
+        rows = history_rows(conversation_id=conversation.pk, after_seq=0)
+        if shape == "model":
+            messages = model_messages(rows)
+        else:
+            messages = ui_messages(rows, drafts=conversation_drafts(conversation=conversation))
+        return self.get_paginated_response(self.paginate_queryset(messages))
 
 
 class AdConversationView(ConversationMessagesView):

@@ -12,7 +12,12 @@ import time
 from django.conf import settings
 from django.http import HttpResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from drf_spectacular.utils import (
+    OpenApiParameter,
+    OpenApiResponse,
+    extend_schema,
+    extend_schema_field,
+)
 from rest_framework import serializers, status
 from rest_framework.exceptions import ValidationError
 from rest_framework.renderers import BaseRenderer, JSONRenderer
@@ -25,7 +30,14 @@ from conversations.models import Run, RunEvent, RunStatus
 from conversations.selectors import run_events_page, runs_for
 
 
+@extend_schema_field({"type": "object", "additionalProperties": True})
+class EventDataField(serializers.JSONField):
+    """An event's fields (docs/api.md lists them per type): a JSON object."""
+
+
 class EventSerializer(serializers.ModelSerializer):
+    data = EventDataField()
+
     class Meta:
         model = RunEvent
         fields = ["seq", "type", "data", "created_at"]
@@ -56,48 +68,30 @@ class EventStreamRenderer(BaseRenderer):
         return data
 
 
+AFTER_PARAMETER = OpenApiParameter("after", int, description="Events after this seq.")
+
+
 class RunEventsView(APIView):
+    """A run's events as JSON pages. A client that negotiates an event stream here
+    (``Accept: text/event-stream``, ``?format=sse``) gets the stream of
+    ``RunEventStreamView``, as it always has."""
+
     renderer_classes = [JSONRenderer, EventStreamRenderer]
 
     @extend_schema(
         parameters=[
-            OpenApiParameter("after", int, description="Return events after this seq."),
+            AFTER_PARAMETER,
             OpenApiParameter("wait", int, description="Long-poll up to this many seconds."),
-            OpenApiParameter(
-                "Last-Event-ID",
-                int,
-                location=OpenApiParameter.HEADER,
-                description="SSE only: resume after this event (it takes precedence over "
-                "`after`), as a reconnecting EventSource sends it.",
-            ),
         ],
-        responses={
-            (200, "application/json"): EventsPageSerializer,
-            (200, "text/event-stream"): ServerSentEventSerializer,
-            204: OpenApiResponse(
-                description="Event stream only: the run has finished and no event comes "
-                "after the one asked for (an EventSource stops reconnecting)."
-            ),
-        },
-        summary="A run's progress events (JSON long polling, or SSE)",
+        responses={200: EventsPageSerializer},
+        summary="A run's progress events, a page at a time (JSON, long polling)",
     )
     def get(self, request: Request, pk):
         run = get_object_or_404(runs_for(request.user), pk=pk)
-        after = _sequence(request.query_params.get("after", "0"), "after")
+        after = sequence_param(request.query_params.get("after", "0"), "after")
         wait = seconds_param(request, "wait", settings.ADSTUDIO_MAX_WAIT_SECONDS)
         if isinstance(request.accepted_renderer, EventStreamRenderer):
-            # A browser's EventSource reconnects to the same URL, saying in this header
-            # the last event it has: it resumes there, not at the URL's ``after``.
-            last_event_id = request.headers.get("Last-Event-ID")
-            if last_event_id is not None:
-                after = _sequence(last_event_id, "Last-Event-ID")
-            if run.status in RunStatus.finished() and not run.events.filter(seq__gt=after).exists():
-                # Nothing more will come. An EventSource reconnects whenever a stream
-                # ends, and stops only on a 204.
-                return HttpResponse(status=status.HTTP_204_NO_CONTENT)
-            return _event_stream(
-                run, after=after, duration=wait or settings.ADSTUDIO_MAX_WAIT_SECONDS
-            )
+            return _stream_response(request, run, after=after, wait=wait)
         events, run_status = run_events_page(
             run_id=run.pk, status=run.status, after=after, wait=wait
         )
@@ -117,7 +111,52 @@ class RunEventsView(APIView):
         return super().handle_exception(exc)
 
 
-def _sequence(raw: str, name: str) -> int:
+class RunEventStreamView(RunEventsView):
+    """A run's events as Server-Sent Events, whatever the client accepts."""
+
+    renderer_classes = [EventStreamRenderer, JSONRenderer]
+
+    @extend_schema(
+        parameters=[
+            AFTER_PARAMETER,
+            OpenApiParameter(
+                "Last-Event-ID",
+                int,
+                location=OpenApiParameter.HEADER,
+                description="Resume after this event (it takes precedence over `after`), "
+                "as a reconnecting EventSource sends it.",
+            ),
+        ],
+        responses={
+            (200, "text/event-stream"): ServerSentEventSerializer,
+            204: OpenApiResponse(
+                description="The run has finished and no event comes after the one asked "
+                "for: an EventSource stops reconnecting."
+            ),
+        },
+        summary="A run's progress events as Server-Sent Events",
+    )
+    def get(self, request: Request, pk):
+        run = get_object_or_404(runs_for(request.user), pk=pk)
+        after = sequence_param(request.query_params.get("after", "0"), "after")
+        wait = seconds_param(request, "wait", settings.ADSTUDIO_MAX_WAIT_SECONDS)
+        return _stream_response(request, run, after=after, wait=wait)
+
+
+def _stream_response(request: Request, run: Run, *, after: int, wait: float):
+    # A browser's EventSource reconnects to the same URL, saying in this header the last
+    # event it has: it resumes there, not at the URL's ``after``.
+    last_event_id = request.headers.get("Last-Event-ID")
+    if last_event_id is not None:
+        after = sequence_param(last_event_id, "Last-Event-ID")
+    if run.status in RunStatus.finished() and not run.events.filter(seq__gt=after).exists():
+        # Nothing more will come. An EventSource reconnects whenever a stream ends, and
+        # stops only on a 204.
+        return HttpResponse(status=status.HTTP_204_NO_CONTENT)
+    return _event_stream(run, after=after, duration=wait or settings.ADSTUDIO_MAX_WAIT_SECONDS)
+
+
+def sequence_param(raw: str, name: str) -> int:
     try:
         value = int(raw)
     except ValueError:

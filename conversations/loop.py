@@ -31,6 +31,7 @@ from conversations.leases import (
     run_held,
 )
 from conversations.message_rows import (
+    draft_call_key,
     history_rows,
     row_to_message,
     storable_reply,
@@ -407,12 +408,10 @@ def _model_step(state: RunState, *, last_round: bool = False) -> RunTools | Answ
 def _run_tools(state: RunState, step: RunTools) -> None:
     for index, call in enumerate(step.calls):
         is_last = index == len(step.calls) - 1
-        # A draft is keyed by the assistant message and the call id: some providers
-        # reuse call ids across rounds, a message sequence number never repeats.
         ctx = ToolContext(
             ad=state.conversation.ad,
             run_id=state.run.pk,
-            tool_call_id=f"{step.message_seq}:{call.id}"[:128],
+            tool_call_id=draft_call_key(step.message_seq, call.id),
             batch=state.log.batch,
         )
 
@@ -427,8 +426,7 @@ def _run_tools(state: RunState, step: RunTools) -> None:
             )
             events = [run_log.tool_call_finished(call, outcome)]
             if outcome.draft is not None:
-                kind, version = outcome.draft
-                events.append(run_log.draft_created(call, kind=kind, version=version))
+                events.append(run_log.draft_created(call, outcome.draft))
             state.log.event(*events)
             if is_last:  # decided now, so its event is written with this result
                 state.planned = _plan_next(state)

@@ -169,3 +169,126 @@ def message_parts(message: MessageRow) -> list[dict[str, Any]]:
             }
         )
     return parts
+
+
+# --- The AI SDK's shapes (ai 5/6): UIMessage for useChat, ModelMessage for generateText -
+
+
+def _result_value(row: MessageRow) -> Any:
+    try:
+        return json.loads(row.text)
+    except ValueError:
+        return row.text
+
+
+def _error_text(row: MessageRow) -> str:
+    """A failed tool call's result as one line: its error and what to do about it."""
+    result = _result_value(row)
+    if isinstance(result, dict) and "error" in result:
+        return " ".join(str(result[key]) for key in ("error", "suggestion") if result.get(key))
+    return str(result)
+
+
+def assistant_ui_message_id(run_id: Any) -> str:
+    """The id of a run's assistant UIMessage: the same in the history and the stream."""
+    return f"run-{run_id}"
+
+
+def ui_messages(
+    rows: Iterable[MessageRow], *, drafts: dict[str, dict[str, Any]] | None = None
+) -> list[dict[str, Any]]:
+    """The conversation as ``UIMessage``s: each user message on its own, each run's
+    assistant messages and tool results folded into one assistant message (a
+    ``step-start`` per model call, text parts, ``tool-<name>`` parts with their state,
+    input and output or error). ``drafts`` (keyed by ``draft_call_key``)
+    adds a ``data-draft`` part after the tool part, as the UI message stream sends it."""
+    drafts = drafts or {}
+    messages: list[dict[str, Any]] = []
+    tools: dict[str, tuple[dict[str, Any], int]] = {}  # open tool parts and their message
+    for row in rows:
+        if row.role == Role.USER:
+            messages.append(
+                {"id": f"m{row.seq}", "role": "user", "parts": [{"type": "text", "text": row.text}]}
+            )
+            continue
+        message_id = assistant_ui_message_id(row.run_id) if row.run_id else f"m{row.seq}"
+        if not messages or messages[-1]["id"] != message_id:
+            messages.append({"id": message_id, "role": "assistant", "parts": []})
+        parts = messages[-1]["parts"]
+        if row.role == Role.ASSISTANT:
+            parts.append({"type": "step-start"})
+            if row.text:
+                parts.append({"type": "text", "text": row.text, "state": "done"})
+            for call in row.tool_calls:
+                part = {
+                    "type": f"tool-{call['name']}",
+                    "toolCallId": call["id"],
+                    "state": "input-available",
+                    "input": call.get("arguments") or {},
+                }
+                parts.append(part)
+                tools[call["id"]] = (part, row.seq)
+        elif row.role == Role.TOOL and row.tool_call_id in tools:
+            part, called_in = tools.pop(row.tool_call_id)
+            if row.is_error:
+                part.update(state="output-error", errorText=_error_text(row))
+            else:
+                part.update(state="output-available", output=_result_value(row))
+                draft = drafts.get(draft_call_key(called_in, row.tool_call_id))
+                if draft is not None:
+                    parts.append(draft_data_part(draft))
+    return messages
+
+
+def draft_call_key(message_seq: int, call_id: str) -> str:
+    """How a draft names the call that wrote it (``Draft.tool_call_id``): the assistant
+    message's place and the call's id, since some providers reuse call ids."""
+    return f"{message_seq}:{call_id}"[:128]
+
+
+def draft_data_part(draft: dict[str, Any]) -> dict[str, Any]:
+    """A draft a tool call wrote, as the custom ``data-draft`` part of a UIMessage."""
+    return {
+        "type": "data-draft",
+        "id": f"draft-{draft['kind']}-{draft['version']}",
+        "data": draft,
+    }
+
+
+def model_messages(rows: Iterable[MessageRow]) -> list[dict[str, Any]]:
+    """The conversation as ``ModelMessage``s: user messages as text, assistant messages
+    with their text and ``tool-call`` parts, consecutive tool results as one ``tool``
+    message of ``tool-result`` parts (``json`` or ``error-json`` output)."""
+    messages: list[dict[str, Any]] = []
+    for row in rows:
+        if row.role == Role.USER:
+            messages.append({"role": "user", "content": row.text})
+        elif row.role == Role.ASSISTANT:
+            content: list[dict[str, Any]] = []
+            if row.text:
+                content.append({"type": "text", "text": row.text})
+            content += [
+                {
+                    "type": "tool-call",
+                    "toolCallId": call["id"],
+                    "toolName": call["name"],
+                    "input": call.get("arguments") or {},
+                }
+                for call in row.tool_calls
+            ]
+            messages.append({"role": "assistant", "content": content})
+        elif row.role == Role.TOOL:
+            result = {
+                "type": "tool-result",
+                "toolCallId": row.tool_call_id,
+                "toolName": row.name,
+                "output": {
+                    "type": "error-json" if row.is_error else "json",
+                    "value": _result_value(row),
+                },
+            }
+            if messages and messages[-1]["role"] == "tool":
+                messages[-1]["content"].append(result)
+            else:
+                messages.append({"role": "tool", "content": [result]})
+    return messages

@@ -14,6 +14,7 @@ from typing import Any
 
 from adstudio.db import Batch, insert_rows
 from adstudio.storable import without_nul
+from adstudio.tools import WrittenDraft
 from conversations import providers
 from conversations.message_rows import row_fields
 from conversations.models import (
@@ -95,8 +96,13 @@ def tool_call_finished(call: ToolCall, outcome: ToolOutcome) -> Event:
     }
 
 
-def draft_created(call: ToolCall, *, kind: str, version: str) -> Event:
-    return RunEventType.DRAFT_CREATED, {"kind": kind, "version": version, "toolCallId": call.id}
+def draft_created(call: ToolCall, draft: WrittenDraft) -> Event:
+    return RunEventType.DRAFT_CREATED, {
+        "kind": draft.kind,
+        "version": draft.version,
+        "draftId": draft.id,
+        "toolCallId": call.id,
+    }
 
 
 def run_finished(*, status: str, stop_cause: str, error_code: str) -> Event:

@@ -84,6 +84,34 @@ def generation_start(
         )
 
 
+def chat_message_send(
+    *,
+    ad: Ad,
+    conversation: Conversation | None,
+    text: str,
+    user,
+    idempotency_key: str = "",
+    idempotency_fingerprint: str = "",
+) -> Run:
+    """A user's message about ``ad``: the next turn of ``conversation``, or the first turn
+    of a new one (the brief with the message) when the ad has none yet."""
+    if conversation is None:
+        return start_generation(
+            ad=ad,
+            request_text=text,
+            requested_by=user,
+            idempotency_key=idempotency_key,
+            idempotency_fingerprint=idempotency_fingerprint,
+        )
+    return send_message(
+        conversation=conversation,
+        text=text,
+        requested_by=user,
+        idempotency_key=idempotency_key,
+        idempotency_fingerprint=idempotency_fingerprint,
+    )
+
+
 def send_message(
     *,
     conversation: Conversation,

@@ -18,7 +18,7 @@ from typing import Any
 from django.db import InterfaceError, OperationalError, transaction
 from pydantic import BaseModel, ValidationError
 
-from adstudio.tools import Tool, ToolContext, ToolError, ToolResult
+from adstudio.tools import Tool, ToolContext, ToolError, ToolResult, WrittenDraft
 from conversations.providers import ToolCall, ToolSpec
 from drafts.tools import CREATE_MUSIC_DRAFT, CREATE_SFX_DRAFT, CREATE_VOICE_DRAFT, GET_CURRENT_STATE
 from voices.tools import SEARCH_VOICES
@@ -49,7 +49,7 @@ def tool_specs() -> tuple[ToolSpec, ...]:
 class ToolOutcome:
     content: dict[str, Any]
     is_error: bool
-    draft: tuple[str, str] | None = None  # (kind, version label) the call wrote
+    draft: WrittenDraft | None = None  # the draft the call wrote
 
     @property
     def text(self) -> str:

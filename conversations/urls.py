@@ -1,14 +1,25 @@
 from django.urls import path
 
-from conversations import api, events_api
+from conversations import api, events_api, ui_chat_api
 
 urlpatterns = [
     path("ai/generate", api.GenerateView.as_view(), name="generate"),
     path("ads/<uuid:ad_id>/chat", api.ChatView.as_view(), name="ad-chat"),
+    path("ads/<uuid:ad_id>/ui-chat", ui_chat_api.UIChatView.as_view(), name="ad-ui-chat"),
+    path(
+        "ads/<uuid:ad_id>/ui-chat/<str:chat_id>/stream",
+        ui_chat_api.UIChatStreamView.as_view(),
+        name="ad-ui-chat-stream",
+    ),
     path("ads/<uuid:ad_id>/conversation", api.AdConversationView.as_view(), name="ad-conversation"),
     path("runs/<uuid:pk>", api.RunDetailView.as_view(), name="run-detail"),
     path("runs/<uuid:pk>/cancel", api.RunCancelView.as_view(), name="run-cancel"),
     path("runs/<uuid:pk>/events", events_api.RunEventsView.as_view(), name="run-events"),
+    path(
+        "runs/<uuid:pk>/events/stream",
+        events_api.RunEventStreamView.as_view(),
+        name="run-event-stream",
+    ),
     path(
         "conversations/<uuid:pk>/messages/",
         api.ConversationMessagesView.as_view(),

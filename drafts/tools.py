@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator
 
-from adstudio.tools import Tool, ToolArgs, ToolContext, ToolError, ToolResult
+from adstudio.tools import Tool, ToolArgs, ToolContext, ToolError, ToolResult, WrittenDraft
 from drafts.models import Draft, DraftKind
 from drafts.payloads import (
     DEFAULT_SFX_SECONDS,
@@ -101,7 +101,7 @@ def _result(draft: Draft, **extra: Any) -> ToolResult:
     """The design's ``{versionId, status}``, and the kind. No summary: it would only
     repeat the arguments the model just wrote, in every later request of the session."""
     content = {"versionId": draft.label, "status": draft.status, "kind": draft.kind, **extra}
-    return ToolResult(content, draft=(draft.kind, draft.label))
+    return ToolResult(content, draft=WrittenDraft(draft.kind, draft.label, str(draft.pk)))
 
 
 def _write(ctx: ToolContext, version: Version) -> Draft:

@@ -24,7 +24,9 @@ def call(tool, ctx, **arguments):
     """The handler's result as the model reads it; a create tool also reports its draft."""
     result = tool.handler(ctx, tool.args_model.model_validate(arguments))
     if isinstance(result, ToolResult):
-        assert result.draft == (result.content["kind"], result.content["versionId"])
+        draft = Draft.objects.get(pk=result.draft.id)
+        assert (result.draft.kind, result.draft.version) == (draft.kind, draft.label)
+        assert (draft.kind, draft.label) == (result.content["kind"], result.content["versionId"])
         return result.content
     return result
 

@@ -1,0 +1,223 @@
+"""HTTP for the AI SDK's chat transport: a ``useChat`` client (``ai`` 5 or 6, with
+``DefaultChatTransport({api: "/api/ads/<id>/ui-chat"})``) works against it unmodified.
+
+``POST`` takes the transport's body (``{id, messages, trigger, messageId}``), stores the
+last user message and queues its run as chat does (durable, in order, once per message
+id), and answers with the run as a UI message stream (``conversations.ui_stream``).
+``GET <chat id>/stream`` is the transport's resume: the ad's run in progress, from its
+start (the SDK replays a resumed stream) or after ``Last-Event-ID``; 204 when no run is in
+progress. A client that drops the stream, or aborts it, does not stop the run: cancel it
+with ``POST /api/runs/<id>/cancel``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+import uuid
+
+from django.conf import settings
+from django.http import HttpResponse, StreamingHttpResponse
+from django.shortcuts import get_object_or_404
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework import serializers, status
+from rest_framework.exceptions import ValidationError
+from rest_framework.renderers import JSONRenderer
+from rest_framework.request import Request
+from rest_framework.throttling import ScopedRateThrottle
+from rest_framework.views import APIView
+
+from adstudio.parsers import PayloadTooLarge, SafeJSONParser
+from conversations.events_api import sequence_param
+from conversations.models import Conversation, Run, RunEventType, RunStatus
+from conversations.selectors import conversation_latest, conversations_for, run_events_page
+from conversations.services import IdempotencyKeyReused, chat_message_send, run_once_per_key
+from conversations.ui_stream import DONE, HEADERS, UIMessageStream, sse
+from drafts.selectors import ads_for
+
+# How long a stream stays open for a run that has not finished: as long as a run may take.
+_STREAM_SECONDS = settings.CELERY_TASK_TIME_LIMIT
+
+
+class ChatHistoryParser(SafeJSONParser):
+    """The transport sends the whole conversation with every message, and only the last
+    one is read: its body may be eight times as large as other requests' (2 MiB with the
+    default ``ADSTUDIO_MAX_BODY_BYTES``)."""
+
+    def max_bytes(self) -> int:
+        return 8 * settings.ADSTUDIO_MAX_BODY_BYTES
+
+
+class UIChatInputSerializer(serializers.Serializer):
+    """The body ``DefaultChatTransport`` posts."""
+
+    id = serializers.CharField(max_length=200, help_text="The chat's id (useChat's `id`).")
+    messages = serializers.ListField(
+        child=serializers.DictField(), min_length=1, help_text="UIMessage[]; the last is sent."
+    )
+    trigger = serializers.ChoiceField(
+        choices=["submit-message", "regenerate-message"], default="submit-message"
+    )
+    messageId = serializers.CharField(required=False, allow_null=True, allow_blank=True)
+
+    def validate_messages(self, messages: list[dict]) -> list[dict]:
+        last = messages[-1]
+        if last.get("role") != "user":
+            raise ValidationError("The last message must be the user's.")
+        parts = last.get("parts")
+        if not isinstance(parts, list):
+            raise ValidationError("The last message has no parts.")
+        text = message_text(last)
+        if not text:
+            raise ValidationError("The last message has no text.")
+        if len(text) > settings.ADSTUDIO_MAX_MESSAGE_CHARS:
+            raise PayloadTooLarge(
+                f"The message is {len(text)} characters long; the limit is "
+                f"{settings.ADSTUDIO_MAX_MESSAGE_CHARS}."
+            )
+        return messages
+
+
+def message_text(message: dict) -> str:
+    """The text of a UIMessage: its text parts, one after the other."""
+    parts = message.get("parts") if isinstance(message.get("parts"), list) else []
+    texts = [
+        part["text"]
+        for part in parts
+        if isinstance(part, dict)
+        and part.get("type") == "text"
+        and isinstance(part.get("text"), str)
+    ]
+    return "\n".join(texts).strip()
+
+
+def _conversation(request: Request, ad_id, chat_id: str) -> tuple[object, Conversation | None]:
+    """The ad and the conversation a chat id names: the conversation of that id when it
+    is one of the ad's, otherwise the ad's latest (None: the ad has none yet)."""
+    ad = get_object_or_404(ads_for(request.user), pk=ad_id)
+    conversations = conversations_for(request.user).filter(ad=ad)
+    try:
+        named = conversations.filter(pk=uuid.UUID(chat_id)).first()
+    except ValueError:
+        named = None
+    return ad, named or conversation_latest(ad_id=ad.pk, conversations=conversations)
+
+
+class UIChatView(APIView):
+    parser_classes = [ChatHistoryParser]
+    renderer_classes = [JSONRenderer]
+    throttle_classes = [ScopedRateThrottle]
+    throttle_scope = "runs"
+
+    @extend_schema(
+        request=UIChatInputSerializer,
+        responses={
+            (200, "text/event-stream"): OpenApiResponse(
+                OpenApiTypes.STR,
+                description="The run as the AI SDK's UI message stream (protocol v1).",
+            )
+        },
+        summary="Send a message with the AI SDK's chat transport (useChat)",
+    )
+    def post(self, request: Request, ad_id) -> StreamingHttpResponse:
+        data = UIChatInputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        values = data.validated_data
+        last = values["messages"][-1]
+        text = message_text(last)
+        ad, conversation = _conversation(request, ad_id, values["id"])
+        # The message's id makes the request idempotent: a retry streams the same run.
+        key = ""
+        if values["trigger"] == "submit-message" and isinstance(last.get("id"), str):
+            key = f"ui-chat:{last['id']}"[:128]
+        fingerprint = hashlib.sha256(text.encode()).hexdigest()
+        try:
+            run, _created = run_once_per_key(
+                requested_by=request.user,
+                idempotency_key=key,
+                fingerprint=fingerprint,
+                start=lambda: chat_message_send(
+                    ad=ad,
+                    conversation=conversation,
+                    text=text,
+                    user=request.user,
+                    idempotency_key=key,
+                    idempotency_fingerprint=fingerprint,
+                ),
+            )
+        except IdempotencyKeyReused:
+            raise ValidationError(
+                {"messages": "This message id was sent before with another text."}
+            ) from None
+        return ui_message_stream(run, after=0)
+
+
+class UIChatStreamView(APIView):
+    renderer_classes = [JSONRenderer]
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter(
+                "Last-Event-ID",
+                int,
+                location=OpenApiParameter.HEADER,
+                description="Continue after this event rather than replay the run.",
+            )
+        ],
+        responses={
+            (200, "text/event-stream"): OpenApiResponse(
+                OpenApiTypes.STR, description="The run in progress as a UI message stream."
+            ),
+            204: OpenApiResponse(description="No run of this chat is in progress."),
+        },
+        summary="Resume the AI SDK chat transport's stream",
+    )
+    def get(self, request: Request, ad_id, chat_id: str):
+        _ad, conversation = _conversation(request, ad_id, chat_id)
+        run = (
+            Run.objects.filter(conversation=conversation)
+            .exclude(status__in=RunStatus.finished())
+            .order_by("created_at")
+            .first()
+            if conversation
+            else None
+        )
+        if run is None:
+            return HttpResponse(status=status.HTTP_204_NO_CONTENT)
+        after = sequence_param(request.headers.get("Last-Event-ID", "0"), "Last-Event-ID")
+        return ui_message_stream(run, after=after)
+
+
+def ui_message_stream(run: Run, *, after: int) -> StreamingHttpResponse:
+    """The run's UI message stream: its stored events after ``after`` (from its start
+    when 0), then each event as it is stored, until the run's end and ``[DONE]``."""
+
+    def stream():
+        ui = UIMessageStream(run)
+        if after == 0:
+            yield from sse(ui.start())
+        last, run_status = after, run.status
+        deadline = time.monotonic() + _STREAM_SECONDS
+        while time.monotonic() < deadline:
+            events, run_status = run_events_page(
+                run_id=run.pk, status=run_status, after=last, wait=5.0
+            )
+            for event in events:
+                last = event.seq
+                if event.type == RunEventType.RUN_FINISHED:  # the message ends with the run
+                    run.refresh_from_db(fields=["error_message"])
+                    yield from sse(ui.chunks(event), event_id=event.seq)
+                    yield DONE
+                    return
+                yield from sse(ui.chunks(event), event_id=event.seq)
+            if not events:
+                if run_status in RunStatus.finished():
+                    break
+                yield ": keep-alive\n\n"
+        yield DONE
+
+    response = StreamingHttpResponse(stream(), content_type="text/event-stream")
+    for name, value in HEADERS.items():
+        response[name] = value
+    return response

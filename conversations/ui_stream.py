@@ -1,0 +1,154 @@
+"""A run's stored events as the AI SDK's UI message stream (protocol v1, ``ai`` 5 and 6),
+what a ``useChat`` client reads: one assistant message per run, a step per model call,
+text, tool calls with their input and output, and each draft written as a ``data-draft``
+part. Because the stream is made from stored events, it can be read again from the
+start, or from any event on, at any time: a dropped connection loses nothing.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from conversations.message_rows import assistant_ui_message_id, draft_data_part
+from conversations.models import Run, RunEvent, RunEventType, RunStatus, StopCause
+
+# The response headers the AI SDK's transport expects (ai's UI_MESSAGE_STREAM_HEADERS).
+HEADERS = {
+    "Cache-Control": "no-cache",
+    "X-Vercel-AI-UI-Message-Stream": "v1",
+    "X-Accel-Buffering": "no",
+}
+_FINISH_REASONS = {
+    StopCause.FINAL_ANSWER: "stop",
+    StopCause.MAX_ROUNDS: "length",
+    StopCause.TOKEN_BUDGET: "length",
+}
+
+Chunk = dict[str, Any]
+
+
+class UIMessageStream:
+    """Turns a run's events, in order, into UI message stream chunks."""
+
+    def __init__(self, run: Run) -> None:
+        self.run = run
+        self.text_id: str | None = None  # the text part being streamed
+        self.in_step = False
+
+    def start(self) -> list[Chunk]:
+        return [
+            {
+                "type": "start",
+                "messageId": assistant_ui_message_id(self.run.pk),
+                "messageMetadata": {"runId": str(self.run.pk)},
+            }
+        ]
+
+    def chunks(self, event: RunEvent) -> list[Chunk]:
+        data = event.data
+        match event.type:
+            case RunEventType.MODEL_CALL_STARTED:
+                chunks = self._end_step()
+                self.in_step = True
+                return [*chunks, {"type": "start-step"}]
+            case RunEventType.TEXT if "delta" in data:
+                opened = self._open_text(event)
+                return [*opened, {"type": "text-delta", "id": self.text_id, "delta": data["delta"]}]
+            case RunEventType.TEXT if "text" in data:
+                return [
+                    *self._open_text(event),
+                    {"type": "text-delta", "id": self.text_id, "delta": data["text"]},
+                    *self._close_text(),
+                ]
+            case RunEventType.TEXT:  # reset: the failed attempt's text part ends there
+                return self._close_text()
+            case RunEventType.TOOL_CALL_STARTED:
+                return [
+                    *self._close_text(),
+                    {
+                        "type": "tool-input-available",
+                        "toolCallId": data["toolCallId"],
+                        "toolName": data["name"],
+                        "input": data["arguments"],
+                    },
+                ]
+            case RunEventType.TOOL_CALL_FINISHED if data["isError"]:
+                result = data["result"]
+                error = " ".join(str(result[k]) for k in ("error", "suggestion") if result.get(k))
+                return [
+                    {
+                        "type": "tool-output-error",
+                        "toolCallId": data["toolCallId"],
+                        "errorText": error,
+                    }
+                ]
+            case RunEventType.TOOL_CALL_FINISHED:
+                return [
+                    {
+                        "type": "tool-output-available",
+                        "toolCallId": data["toolCallId"],
+                        "output": data["result"],
+                    }
+                ]
+            case RunEventType.DRAFT_CREATED:
+                draft = {
+                    "kind": data["kind"],
+                    "version": data["version"],
+                    "id": data.get("draftId"),
+                    "toolCallId": data["toolCallId"],
+                }
+                return [draft_data_part(draft)]
+            case RunEventType.RUN_FINISHED:
+                return self.finish(data)
+        return []
+
+    def finish(self, data: dict[str, Any]) -> list[Chunk]:
+        """The end of the message, from the ``run.finished`` event: an ``error`` chunk
+        first for a failed run, its status in the message's metadata."""
+        chunks = [*self._close_text(), *self._end_step()]
+        status, cause = data.get("status"), data.get("stopCause")
+        if status == RunStatus.FAILED:
+            text = self.run.error_message or data.get("errorCode") or "The run failed."
+            chunks.append({"type": "error", "errorText": text})
+        chunks.append(
+            {
+                "type": "finish",
+                "finishReason": "error"
+                if status == RunStatus.FAILED
+                else _FINISH_REASONS.get(cause, "other"),
+                "messageMetadata": {"runId": str(self.run.pk), "status": status},
+            }
+        )
+        return chunks
+
+    def _end_step(self) -> list[Chunk]:
+        if not self.in_step:
+            return []
+        self.in_step = False
+        return [*self._close_text(), {"type": "finish-step"}]
+
+    def _open_text(self, event: RunEvent) -> list[Chunk]:
+        if self.text_id is not None:
+            return []
+        self.text_id = f"text-{event.seq}"
+        return [{"type": "text-start", "id": self.text_id}]
+
+    def _close_text(self) -> list[Chunk]:
+        if self.text_id is None:
+            return []
+        chunk = {"type": "text-end", "id": self.text_id}
+        self.text_id = None
+        return [chunk]
+
+
+def sse(chunks: Iterable[Chunk], *, event_id: int | None = None) -> Iterator[str]:
+    """The chunks as server-sent events, each with the id of the run event it came from
+    (where a reader that keeps its place resumes)."""
+    prefix = f"id: {event_id}\n" if event_id is not None else ""
+    for chunk in chunks:
+        yield f"{prefix}data: {json.dumps(chunk, default=str)}\n\n"
+
+
+DONE = "data: [DONE]\n\n"

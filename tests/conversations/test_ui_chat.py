@@ -1,0 +1,314 @@
+"""The AI SDK's side of the API: a conversation as UIMessages and ModelMessages, and the
+chat transport that stores a message and streams its run as the UI message stream.
+
+The shapes are checked here by structure; tests/clients runs the real `ai` package's
+validators and transport against a live server."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+
+import pytest
+from django.db import transaction
+from django.utils import timezone
+from rest_framework.authtoken.models import Token
+from rest_framework.test import APIClient
+
+from conversations.models import Conversation, Run, RunEvent
+from conversations.services import send_message, start_generation
+from drafts.models import Draft
+from tests.fakes.server import call, turn
+
+pytestmark = pytest.mark.django_db(transaction=True)  # runs start when their row commits
+
+
+@pytest.fixture
+def api(user):
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=user).key}")
+    return client
+
+
+@pytest.fixture
+def conversation(fake_providers, en_ad, voices):
+    """Generate (voices, music), then a chat with a failed tool call, then music v2."""
+    jack = str(voices[0].pk)
+    fake_providers.script(
+        turn(tool_calls=[call("search_voices", {"language": "en", "count": 2})]),
+        turn(
+            "Writing.",
+            tool_calls=[
+                call("create_voice_draft", {"tracks": [{"voiceId": jack, "text": "Hello!"}]}),
+                call("create_music_draft", {"prompt": "calm piano"}),
+            ],
+        ),
+        turn("Voices v1 and music v1."),
+        turn(
+            tool_calls=[call("create_voice_draft", {"tracks": [{"voiceId": "999", "text": "Hi"}]})]
+        ),
+        turn("That voice does not exist."),
+        turn(tool_calls=[call("create_music_draft", {"prompt": "upbeat pop"})]),
+        turn("Music v2 is more upbeat."),
+    )
+    run = start_generation(ad=en_ad)
+    send_message(conversation=run.conversation, text="Use voice 999")
+    send_message(conversation=run.conversation, text="Make the music more upbeat")
+    return Conversation.objects.get(pk=run.conversation_id)
+
+
+def test_the_conversation_as_ui_messages(api, conversation):
+    body = api.get(f"/api/conversations/{conversation.pk}/messages/?format=ui").json()
+
+    messages = body["results"]
+    assert body["count"] == len(messages) == 6  # three user turns, three assistant ones
+    assert [m["role"] for m in messages] == ["user", "assistant"] * 3
+    runs = list(Run.objects.filter(conversation=conversation).order_by("created_at"))
+    assert [m["id"] for m in messages[1::2]] == [f"run-{run.pk}" for run in runs]
+    first = messages[1]["parts"]
+    assert [p["type"] for p in first] == [
+        "step-start",
+        "tool-search_voices",
+        "step-start",
+        "text",
+        "tool-create_voice_draft",
+        "tool-create_music_draft",
+        "data-draft",  # after their tool parts, as the stream builds the message
+        "data-draft",
+        "step-start",
+        "text",
+    ]
+    music = first[5]
+    assert music["state"] == "output-available"
+    assert music["input"] == {"prompt": "calm piano"}
+    assert music["output"]["versionId"] == "v1"
+    draft = Draft.objects.get(kind="music", version=1)
+    assert first[7] == {
+        "type": "data-draft",
+        "id": "draft-music-v1",
+        "data": {
+            "kind": "music",
+            "version": "v1",
+            "id": str(draft.pk),
+            "toolCallId": music["toolCallId"],
+        },
+    }
+    failed = messages[3]["parts"][1]
+    assert failed["type"] == "tool-create_voice_draft" and failed["state"] == "output-error"
+    assert failed["errorText"].startswith("Unknown or unavailable voiceId(s): 999.")
+    assert "output" not in failed
+    assert messages[4]["parts"] == [{"type": "text", "text": "Make the music more upbeat"}]
+
+
+def test_the_conversation_as_model_messages(api, conversation):
+    body = api.get(f"/api/conversations/{conversation.pk}/messages/?format=model").json()
+
+    messages = body["results"]
+    assert [m["role"] for m in messages[:5]] == ["user", "assistant", "tool", "assistant", "tool"]
+    assert messages[0]["content"].startswith("Brief\n")
+    calls = messages[3]["content"]
+    assert calls[0] == {"type": "text", "text": "Writing."}
+    assert [c["toolName"] for c in calls[1:]] == ["create_voice_draft", "create_music_draft"]
+    results = messages[4]["content"]  # two results of one assistant message: one message
+    assert [r["output"]["type"] for r in results] == ["json", "json"]
+    failed = next(
+        m
+        for m in messages
+        if m["role"] == "tool" and m["content"][0]["output"]["type"] == "error-json"
+    )
+    assert failed["content"][0]["output"]["value"]["error"].startswith("Unknown or unavailable")
+
+
+def test_the_default_shape_is_unchanged_and_an_unknown_format_is_refused(api, conversation):
+    default = api.get(f"/api/ads/{conversation.ad_id}/conversation").json()["results"]
+    assert default[1]["parts"][0]["type"] == "tool-call"
+    assert api.get(f"/api/ads/{conversation.ad_id}/conversation?format=ui").status_code == 200
+    assert api.get(f"/api/ads/{conversation.ad_id}/conversation?format=xml").status_code == 404
+
+
+def stream_chunks(response) -> tuple[list[dict], str]:
+    """The UI message stream's chunks, and what came after the last one."""
+    body = b"".join(response.streaming_content).decode()
+    events = [e for e in body.split("\n\n") if e.strip()]
+    chunks = []
+    for event in events[:-1]:
+        data = [line[6:] for line in event.splitlines() if line.startswith("data: ")]
+        if data:
+            chunks.append(json.loads(data[0]))
+    return chunks, events[-1]
+
+
+def transport_body(text: str, message_id: str = "msg-1", chat_id: str = "chat-1") -> dict:
+    """What DefaultChatTransport posts for useChat's sendMessage."""
+    return {
+        "id": chat_id,
+        "messages": [
+            {"id": "old", "role": "user", "parts": [{"type": "text", "text": "earlier"}]},
+            {"id": message_id, "role": "user", "parts": [{"type": "text", "text": text}]},
+        ],
+        "trigger": "submit-message",
+    }
+
+
+def test_the_transport_stores_the_message_and_streams_its_run(api, fake_providers, conversation):
+    fake_providers.script(
+        turn(tool_calls=[call("create_music_draft", {"prompt": "bright synth pop"})]),
+        turn("Music v3 is brighter."),
+    )
+
+    response = api.post(
+        f"/api/ads/{conversation.ad_id}/ui-chat",
+        transport_body("Brighter music, please"),
+        format="json",
+    )
+
+    assert response.status_code == 200
+    assert response["Content-Type"] == "text/event-stream"
+    assert response["X-Vercel-AI-UI-Message-Stream"] == "v1"
+    chunks, end = stream_chunks(response)
+    run = Run.objects.filter(conversation=conversation).order_by("-created_at").first()
+    assert run.input_text == "Brighter music, please"  # the last message, not the history
+    assert end == "data: [DONE]"
+    assert [c["type"] for c in chunks] == [
+        "start",
+        "start-step",
+        "tool-input-available",
+        "tool-output-available",
+        "data-draft",
+        "finish-step",
+        "start-step",
+        "text-start",
+        "text-delta",
+        "text-end",
+        "finish-step",
+        "finish",
+    ]
+    assert chunks[0]["messageId"] == f"run-{run.pk}"
+    assert chunks[2]["toolName"] == "create_music_draft"
+    assert chunks[2]["input"] == {"prompt": "bright synth pop"}
+    assert chunks[3]["output"]["versionId"] == "v3"
+    assert chunks[4]["data"]["kind"] == "music" and chunks[4]["data"]["version"] == "v3"
+    assert chunks[8]["delta"] == "Music v3 is brighter."
+    assert chunks[-1]["finishReason"] == "stop"
+    assert chunks[-1]["messageMetadata"] == {"runId": str(run.pk), "status": "succeeded"}
+
+
+def test_the_same_message_id_sent_again_streams_the_same_run(api, fake_providers, conversation):
+    fake_providers.script(turn("Noted."))
+    url = f"/api/ads/{conversation.ad_id}/ui-chat"
+    first = api.post(url, transport_body("Note this", message_id="m-42"), format="json")
+    again = api.post(url, transport_body("Note this", message_id="m-42"), format="json")
+    other = api.post(url, transport_body("Something else", message_id="m-42"), format="json")
+
+    first_chunks, _ = stream_chunks(first)
+    again_chunks, _ = stream_chunks(again)
+    assert again_chunks == first_chunks
+    assert Run.objects.filter(conversation=conversation, input_text="Note this").count() == 1
+    assert other.status_code == 400 and "messages" in other.json()["error"]["fields"]
+
+
+@pytest.mark.parametrize(
+    ("messages", "status"),
+    [
+        ([], 400),
+        ([{"id": "a", "role": "assistant", "parts": [{"type": "text", "text": "hi"}]}], 400),
+        ([{"id": "a", "role": "user", "parts": [{"type": "file", "url": "x"}]}], 400),
+        ([{"id": "a", "role": "user", "parts": "text"}], 400),
+        ([{"id": "a", "role": "user", "parts": [{"type": "text", "text": "x" * 5000}]}], 413),
+    ],
+)
+def test_a_body_that_is_not_a_users_message_is_refused(api, en_ad, messages, status):
+    response = api.post(
+        f"/api/ads/{en_ad.pk}/ui-chat", {"id": "c", "messages": messages}, format="json"
+    )
+    assert response.status_code == status
+    assert not Run.objects.exists()
+
+
+def test_another_users_ad_is_404(other_user, en_ad):
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=other_user).key}")
+    response = client.post(f"/api/ads/{en_ad.pk}/ui-chat", transport_body("hi"), format="json")
+    assert response.status_code == 404
+    assert not Run.objects.exists()
+
+
+def test_resume_replays_the_run_in_progress_and_answers_204_without_one(api, en_ad):
+    conversation = Conversation.objects.create(ad=en_ad)
+    url = f"/api/ads/{en_ad.pk}/ui-chat/{conversation.pk}/stream"
+    assert api.get(url).status_code == 204  # nothing in progress
+
+    run = Run.objects.create(conversation=conversation, input_text="hi", status="running")
+    RunEvent.objects.bulk_create(
+        [
+            RunEvent(run=run, seq=1, type="run.started", data={"resumed": False}),
+            RunEvent(run=run, seq=2, type="model_call.started", data={"round": 1}),
+            RunEvent(run=run, seq=3, type="text", data={"delta": "Hel"}),
+        ]
+    )
+
+    def finish_later() -> None:  # as a run's finish does: its last event with its status
+        time.sleep(0.5)
+        with transaction.atomic():
+            RunEvent.objects.bulk_create(
+                [
+                    RunEvent(run=run, seq=4, type="text", data={"delta": "lo"}),
+                    RunEvent(
+                        run=run,
+                        seq=5,
+                        type="run.finished",
+                        data={"status": "succeeded", "stopCause": "final_answer", "errorCode": ""},
+                    ),
+                ]
+            )
+            Run.objects.filter(pk=run.pk).update(status="succeeded", finished_at=timezone.now())
+
+    finisher = threading.Thread(target=finish_later)
+    finisher.start()
+    chunks, end = stream_chunks(api.get(url))
+    finisher.join()
+
+    assert end == "data: [DONE]"
+    assert [c["type"] for c in chunks] == [
+        "start",
+        "start-step",
+        "text-start",
+        "text-delta",
+        "text-delta",
+        "text-end",
+        "finish-step",
+        "finish",
+    ]
+    assert "".join(c["delta"] for c in chunks if c["type"] == "text-delta") == "Hello"
+    assert api.get(url).status_code == 204  # finished: nothing to resume
+
+
+def test_resume_with_last_event_id_continues_after_it(api, en_ad):
+    conversation = Conversation.objects.create(ad=en_ad)
+    run = Run.objects.create(conversation=conversation, input_text="hi", status="running")
+    RunEvent.objects.bulk_create(
+        [
+            RunEvent(run=run, seq=1, type="model_call.started", data={"round": 1}),
+            RunEvent(run=run, seq=2, type="text", data={"text": "Done."}),
+            RunEvent(
+                run=run,
+                seq=3,
+                type="run.finished",
+                data={"status": "failed", "stopCause": "error", "errorCode": "timeout"},
+            ),
+        ]
+    )
+    Run.objects.filter(pk=run.pk).update(error_message="The run took too long.")
+    url = f"/api/ads/{en_ad.pk}/ui-chat/{conversation.pk}/stream"
+
+    chunks, _ = stream_chunks(api.get(url, HTTP_LAST_EVENT_ID="2"))
+
+    assert chunks == [
+        {"type": "error", "errorText": "The run took too long."},
+        {
+            "type": "finish",
+            "finishReason": "error",
+            "messageMetadata": {"runId": str(run.pk), "status": "failed"},
+        },
+    ]
