@@ -1,0 +1,193 @@
+"""The web client's real packages against a live server: the AI SDK's chat transport and
+validators (`ai` 6), a TypeScript client generated from /api/schema/ (openapi-typescript,
+openapi-fetch, `tsc --noEmit`) and a real EventSource (`eventsource`).
+
+The server is gunicorn and a Celery worker on the test database, with the local
+OpenAI-compatible server as the provider. Node scripts in this folder drive it and assert
+on what they get; the packages come from package-lock.json (`npm ci`, run here when
+node_modules is missing or older than the lockfile).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from rest_framework.authtoken.models import Token
+
+from conversations.models import Run
+from conversations.services import send_message, start_generation
+from tests.fakes.server import Turn, call
+from tests.support.web import WebServer
+from tests.support.worker import database_url
+
+pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
+
+HERE = Path(__file__).resolve().parent
+
+
+@pytest.fixture(scope="session")
+def node() -> str:
+    """node, with the locked packages installed; without node the tests skip, except under
+    CI, where they fail."""
+    node, npm = shutil.which("node"), shutil.which("npm")
+    if not node or not npm:
+        if os.environ.get("CI"):
+            pytest.fail("node and npm are required under CI")
+        pytest.skip("node and npm are not installed")
+    installed = HERE / "node_modules" / ".package-lock.json"
+    lock = HERE / "package-lock.json"
+    if not installed.exists() or installed.stat().st_mtime < lock.stat().st_mtime:
+        result = subprocess.run(
+            [npm, "ci", "--no-audit", "--no-fund"],
+            cwd=HERE,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+        assert result.returncode == 0, result.stdout + result.stderr
+    return node
+
+
+def director(body: dict) -> Turn:
+    """The scripted model: what each user message asks for, then a short answer (slow on
+    "even", so that a client can drop the stream while the run goes on)."""
+    messages = body["messages"]
+    last = messages[-1]
+    if last["role"] == "tool":
+        user = next(m for m in reversed(messages) if m["role"] == "user")["content"]
+        text = "Music v3 is even more upbeat." if "even" in user else "Done: music v2."
+        if "more upbeat" in user and "even" not in user:
+            text = "Music v2 is more upbeat, at 120 bpm."
+        return Turn(text=text, delay=3.0 if "even" in user else 0.0)
+    content = last["content"]
+    if content.startswith("Brief"):
+        return Turn(tool_calls=(call("create_music_draft", {"prompt": "calm acoustic"}),))
+    if "voice 999" in content:
+        return Turn(
+            tool_calls=(call("create_voice_draft", {"tracks": [{"voiceId": "999", "text": "Hi"}]}),)
+        )
+    if "even" in content:
+        return Turn(
+            tool_calls=(call("create_music_draft", {"prompt": "bright synth pop, 128 bpm"}),)
+        )
+    return Turn(tool_calls=(call("create_music_draft", {"prompt": "upbeat pop, 120 bpm"}),))
+
+
+@pytest.fixture
+def live(worker, broker_url, fake_openai, user, make_ad, tmp_path):
+    """The server and a user's token, the provider scripted by ``director``."""
+    fake_openai.responder = director
+    web = WebServer(
+        env={"DATABASE_URL": database_url(), "CELERY_BROKER_URL": broker_url},
+        log=tmp_path / "gunicorn.log",
+    ).start()
+    yield {"BASE": web.base, "TOKEN": Token.objects.create(user=user).key}
+    web.stop()
+
+
+def run_node(node: str, script: str, env: dict[str, str], timeout: float = 120) -> dict:
+    result = subprocess.run(
+        [node, script],
+        cwd=HERE,
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    assert result.returncode == 0, f"{script}:\n{result.stdout}\n{result.stderr}"
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def finished(run: Run, timeout: float = 30) -> Run:
+    import time
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        run.refresh_from_db()
+        if run.status in ("succeeded", "failed", "cancelled"):
+            return run
+        time.sleep(0.1)
+    raise AssertionError(f"run {run.pk} still {run.status}")
+
+
+def test_use_chats_transport_sends_reads_and_resumes(node, live, make_ad):
+    ad = make_ad(language="en")
+    generation = finished(start_generation(ad=ad))
+    assert generation.status == "succeeded"
+
+    out = run_node(
+        node,
+        "transport.mjs",
+        {**live, "AD_ID": str(ad.pk), "CHAT_ID": str(generation.conversation_id)},
+    )
+
+    runs = list(Run.objects.filter(conversation=generation.conversation).order_by("created_at"))
+    assert [r.input_text for r in runs[1:]] == [
+        "make the music more upbeat",
+        "make it even more upbeat",
+    ]
+    assert all(r.status == "succeeded" for r in runs)
+    assert out["resumed"] == f"run-{runs[2].pk}"  # the run the dropped stream was following
+
+
+def test_the_sdks_validators_accept_a_real_conversation(node, live, make_ad):
+    ad = make_ad(language="en")
+    run = finished(start_generation(ad=ad))
+    for text in ("Use voice 999", "make the music more upbeat"):
+        run = finished(send_message(conversation=run.conversation, text=text))
+        assert run.status == "succeeded"
+
+    out = run_node(node, "validate.mjs", {**live, "AD_ID": str(ad.pk)})
+
+    assert out["ui"] == 6  # three user messages, three assistant ones
+    assert out["model"] > out["ui"]  # tool messages are their own there
+    assert out["states"].count("output-error") == 1
+
+
+def test_a_generated_typescript_client_type_checks_and_runs_the_story(node, live):
+    npx = HERE / "node_modules" / ".bin"
+    schema = subprocess.run(
+        [str(npx / "openapi-typescript"), f"{live['BASE']}/api/schema/", "-o", "schema.d.ts"],
+        cwd=HERE,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert schema.returncode == 0, schema.stdout + schema.stderr
+    check = subprocess.run(
+        [str(npx / "tsc"), "--noEmit", "-p", "tsconfig.json"],
+        cwd=HERE,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert check.returncode == 0, check.stdout + check.stderr
+    build = subprocess.run(
+        [str(npx / "tsc"), "-p", "tsconfig.json"],
+        cwd=HERE,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert build.returncode == 0, build.stdout + build.stderr
+
+    out = run_node(node, "build/story.js", live)
+
+    assert out["music"]["active"] == "v2"
+
+
+def test_an_event_source_follows_a_run_and_resumes_with_last_event_id(node, live, make_ad):
+    ad = make_ad(language="en")
+    run = finished(start_generation(ad=ad))
+    slow = send_message(conversation=run.conversation, text="make it even more upbeat")
+
+    out = run_node(node, "eventsource.mjs", {**live, "RUN_ID": str(slow.pk)})
+
+    events = list(slow.events.order_by("seq").values_list("seq", flat=True))
+    assert out["first"] + out["rest"] == events
+    assert out["reconnections"] >= 2

@@ -1,0 +1,73 @@
+"""gunicorn as README runs it in production, started by a test on a free loopback port."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+
+from tests.support.worker import ROOT, free_port
+
+
+class WebServer:
+    """``start()`` gunicorn (gthread) with ``env`` on top of this process's environment;
+    ``base`` is its URL, ``log`` its output."""
+
+    def __init__(self, *, env: dict[str, str], log: Path, threads: int = 16) -> None:
+        self.port = free_port()
+        self.base = f"http://127.0.0.1:{self.port}"
+        self.env = env
+        self.log = log
+        self.threads = threads
+        self.process: subprocess.Popen | None = None
+
+    def start(self, *, ready_path: str = "/api/", timeout: float = 60.0) -> WebServer:
+        env = {**os.environ, "ALLOWED_HOSTS": "127.0.0.1", **self.env}
+        env.pop("DJANGO_SETTINGS_MODULE", None)
+        command = [
+            sys.executable,
+            "-m",
+            "gunicorn",
+            "adstudio.wsgi",
+            "--worker-class",
+            "gthread",
+            "--threads",
+            str(self.threads),
+            "--workers",
+            "1",
+            "--bind",
+            f"127.0.0.1:{self.port}",
+        ]
+        with self.log.open("w") as out:
+            self.process = subprocess.Popen(
+                command,
+                cwd=ROOT,
+                env=env,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                httpx.get(f"{self.base}{ready_path}", timeout=2)
+                return self
+            except httpx.TransportError:
+                if self.process.poll() is not None:
+                    raise RuntimeError(f"gunicorn exited early:\n{self.log.read_text()}") from None
+                time.sleep(0.1)
+        raise RuntimeError(f"gunicorn not answering after {timeout} s:\n{self.log.read_text()}")
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGTERM)
+            try:
+                self.process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.process.pid, signal.SIGKILL)
+                self.process.wait(timeout=10)
