@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.contrib import admin, messages
 
 from adstudio.admin_json import pretty_json
-from drafts.models import Ad, Draft
+from drafts.models import ACTIVATE_PERMISSION, ActivationSource, Ad, Draft
 from drafts.services import draft_activate
 
 
@@ -77,6 +77,9 @@ class DraftAdmin(admin.ModelAdmin):
     def has_delete_permission(self, request, obj=None) -> bool:
         return False
 
+    def has_activate_permission(self, request) -> bool:
+        return request.user.has_perm(ACTIVATE_PERMISSION)
+
     @admin.display(description="Version", ordering="version")
     def label(self, draft: Draft) -> str:
         return draft.label
@@ -87,7 +90,7 @@ class DraftAdmin(admin.ModelAdmin):
 
     @admin.action(
         description="Activate selected drafts (archive the version active now)",
-        permissions=["change"],
+        permissions=["activate"],
     )
     def activate(self, request, queryset):
         chosen = list(queryset.select_related("ad").order_by("ad_id", "kind", "-version"))
@@ -103,6 +106,8 @@ class DraftAdmin(admin.ModelAdmin):
                 )
                 continue
             seen.add(key)
-            result = draft_activate(ad=draft.ad, draft_id=draft.pk)
+            result = draft_activate(
+                ad=draft.ad, draft_id=draft.pk, by=request.user, source=ActivationSource.ADMIN
+            )
             level = messages.SUCCESS if result.changed else messages.INFO
             self.message_user(request, f"{draft.ad}: {result.message}", level)

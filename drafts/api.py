@@ -19,7 +19,7 @@ from rest_framework.exceptions import ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from drafts.models import Ad, Draft, DraftKind, DraftStatus
+from drafts.models import ActivationSource, Ad, Draft, DraftKind, DraftStatus
 from drafts.payloads import MusicVersion, SfxVersion, VoiceVersion
 from drafts.selectors import ads_for, draft_state, drafts_for
 from drafts.services import ad_create, ad_update, draft_activate
@@ -238,7 +238,9 @@ class DraftViewSet(mixins.RetrieveModelMixin, viewsets.GenericViewSet):
         """Make this version live; the version active before and older drafts never
         activated are archived."""
         draft = self.get_object()
-        result = draft_activate(ad=draft.ad, draft_id=draft.pk)
+        result = draft_activate(
+            ad=draft.ad, draft_id=draft.pk, by=request.user, source=ActivationSource.API
+        )
         return Response(
             {
                 "draft": DraftOutputSerializer(result.draft).data,

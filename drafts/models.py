@@ -128,6 +128,9 @@ class Draft(models.Model):
             ),
         ]
         indexes = [models.Index(fields=["ad", "kind", "status"], name="draft_ad_kind_status")]
+        # Making a version live is a decision of its own, given apart from editing or
+        # deleting (drafts are never edited): the Reviewers group has it.
+        permissions = [("activate_draft", "Can activate a draft version")]
 
     def __str__(self) -> str:
         return f"{self.kind} {self.label}"
@@ -136,3 +139,56 @@ class Draft(models.Model):
     def label(self) -> str:
         """The version as people and the model say it: ``v3``."""
         return f"v{self.version}"
+
+
+ACTIVATE_PERMISSION = "drafts.activate_draft"
+
+
+class ActivationSource(models.TextChoices):
+    API = "api", "API"
+    ADMIN = "admin", "Admin"
+    TERMINAL = "terminal", "Terminal"
+
+
+class Activation(models.Model):
+    """One activation, as it happened: who made which version live, through what, and
+    which version it replaced. Written by ``draft_activate`` with the change itself."""
+
+    ad = models.ForeignKey(Ad, on_delete=models.CASCADE, related_name="activations")
+    draft = models.ForeignKey(Draft, on_delete=models.CASCADE, related_name="activations")
+    replaced = models.ForeignKey(
+        Draft,
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="+",
+        help_text="The version active before, archived by this activation.",
+    )
+    archived_versions = models.JSONField(
+        default=list, help_text="Every version this activation archived, in order."
+    )
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="draft_activations",
+    )
+    source = models.CharField(max_length=8, choices=ActivationSource.choices)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(source__in=ActivationSource.values), name="activation_source_valid"
+            ),
+            models.CheckConstraint(
+                condition=~Q(replaced=models.F("draft")), name="activation_replaces_another"
+            ),
+        ]
+        indexes = [models.Index(fields=["ad", "-created_at"], name="activation_ad_recent")]
+
+    def __str__(self) -> str:
+        replaced = f" (replaced {self.replaced.label})" if self.replaced_id else ""
+        return f"{self.draft}{replaced}"

@@ -12,7 +12,14 @@ from django.utils import timezone
 from adstudio.db import Batch, insert_rows
 from adstudio.text import clip_words
 from drafts.locks import ad_lock
-from drafts.models import Ad, Draft, DraftAuthor, DraftStatus
+from drafts.models import (
+    Activation,
+    ActivationSource,
+    Ad,
+    Draft,
+    DraftAuthor,
+    DraftStatus,
+)
 from drafts.payloads import Version, kind_of, payload_of, summary_of
 
 
@@ -139,13 +146,22 @@ def _versions(
     return to_uuid(parent_id), version, to_uuid(replayed_id)
 
 
-def draft_activate(*, ad: Ad, draft_id: uuid.UUID) -> ActivationResult:
-    """Make ``draft_id`` the live version of its kind for ``ad``.
+def draft_activate(
+    *,
+    ad: Ad,
+    draft_id: uuid.UUID,
+    by=None,
+    source: ActivationSource | str = ActivationSource.API,
+) -> ActivationResult:
+    """Make ``draft_id`` the live version of its kind for ``ad``, as ``by`` (a user) did it
+    through ``source``.
 
     In one transaction under the ad's lock: archive the version active now and every
     older version never activated (superseded before it went live), activate the chosen
-    one. Newer drafts stay drafts, still to be reviewed. Activating the active version is
-    a no-op. A draft of another ad raises ``DraftNotInAd`` and changes nothing.
+    one, and record the activation. Newer drafts stay drafts, still to be reviewed.
+    Activating the active version is a no-op, not recorded. A draft of another ad raises
+    ``DraftNotInAd`` and changes nothing. Who may activate is the caller's decision: the
+    API lets an ad's owner, the admin and the terminal ask for ``ACTIVATE_PERMISSION``.
     """
     with transaction.atomic():
         ad_lock(ad_id=ad.pk)
@@ -171,4 +187,12 @@ def draft_activate(*, ad: Ad, draft_id: uuid.UUID) -> ActivationResult:
         draft.status = DraftStatus.ACTIVE
         draft.activated_at = timezone.now()
         draft.save(update_fields=["status", "activated_at"])
+        Activation.objects.create(
+            ad_id=ad.pk,
+            draft=draft,
+            replaced=replaced,
+            archived_versions=[old.version for old in archived],
+            user=by if by is not None and by.is_authenticated else None,
+            source=source,
+        )
         return ActivationResult(draft=draft, archived=archived, changed=True, replaced=replaced)

@@ -221,6 +221,9 @@ def test_activate_over_the_api_and_state_shows_it(api, ad):
     assert state["music"]["active"] == "v2" and state["music"]["latest"] == "v2"
     assert state["music"]["archived"] == ["v1"] and state["voices"]["archived"] == []
     assert Draft.objects.get(pk=v1.pk).status == "archived"
+    recorded = ad.activations.first()
+    assert (recorded.draft_id, recorded.replaced_id) == (v2.pk, v1.pk)
+    assert (recorded.user, recorded.source) == (ad.owner, "api")
 
 
 def test_another_users_draft_is_404_and_stays_untouched(other_user, ad):

@@ -6,9 +6,9 @@ import threading
 import uuid
 
 import pytest
-from django.db import connection
+from django.db import IntegrityError, connection
 
-from drafts.models import Draft, DraftStatus
+from drafts.models import Activation, ActivationSource, Draft, DraftStatus
 from drafts.services import DraftNotInAd, draft_activate, draft_create
 from tests.support.versions import music, sfx, voices
 
@@ -132,6 +132,8 @@ def test_racing_activations_of_different_versions_leave_exactly_one_active(ad):
         assert not errors
         active = Draft.objects.filter(ad=ad, kind="music", status=DraftStatus.ACTIVE)
         assert active.count() == 1
+        # the record agrees with the drafts: the latest activation is of the active one
+        assert Activation.objects.filter(ad=ad).first().draft_id == active.get().pk
 
 
 @pytest.mark.django_db(transaction=True)
@@ -157,3 +159,26 @@ def test_concurrent_creates_number_versions_without_gaps(ad):
     assert not errors
     versions = sorted(Draft.objects.filter(ad=ad).values_list("version", flat=True))
     assert versions == list(range(1, 9))
+
+
+@pytest.mark.django_db
+def test_each_activation_is_recorded_with_who_what_and_which_version_it_replaced(ad, user):
+    v1, _v2, v3 = (draft_create(ad=ad, version=music())[0] for _ in range(3))
+    draft_activate(ad=ad, draft_id=v1.pk, by=user, source=ActivationSource.ADMIN)
+    draft_activate(ad=ad, draft_id=v3.pk, source=ActivationSource.TERMINAL)
+    draft_activate(ad=ad, draft_id=v3.pk, by=user)  # already active: nothing happened
+
+    latest, first = Activation.objects.filter(ad=ad)
+    assert (first.draft, first.replaced, first.archived_versions) == (v1, None, [])
+    assert (first.user, first.source) == (user, "admin")
+    assert (latest.draft, latest.replaced, latest.archived_versions) == (v3, v1, [1, 2])
+    assert (latest.user, latest.source) == (None, "terminal")
+    assert str(latest) == "music v3 (replaced v1)"
+
+
+@pytest.mark.django_db
+def test_an_activation_cannot_record_a_draft_replacing_itself(ad):
+    v1, _ = draft_create(ad=ad, version=music())
+
+    with pytest.raises(IntegrityError, match="activation_replaces_another"):
+        Activation.objects.create(ad=ad, draft=v1, replaced=v1, source="api")

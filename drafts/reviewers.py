@@ -1,0 +1,36 @@
+"""The Reviewers group: staff who read everything the agent did and activate drafts, and
+change or delete nothing.
+
+Its migration creates it; its permissions are granted after every ``migrate`` (and test
+flush), once Django has created the permissions of every model, so that a model added
+later is readable by reviewers too.
+"""
+
+from __future__ import annotations
+
+from django.apps import apps as django_apps
+from django.contrib.auth.models import Group, Permission
+
+REVIEWERS = "Reviewers"
+PRODUCT_APPS = ("drafts", "conversations", "voices")
+
+
+def reviewer_permissions():
+    """View every model of the product's apps, and activate drafts."""
+    viewing = Permission.objects.filter(
+        content_type__app_label__in=PRODUCT_APPS, codename__startswith="view_"
+    )
+    activating = Permission.objects.filter(
+        content_type__app_label="drafts", codename="activate_draft"
+    )
+    return viewing | activating
+
+
+def grant_reviewer_permissions(sender, **kwargs) -> None:
+    """post_migrate: runs once per migrate, after the last app's permissions exist."""
+    with_models = [config for config in django_apps.get_app_configs() if config.models_module]
+    if sender is not with_models[-1]:
+        return
+    using = kwargs.get("using", "default")
+    group, _ = Group.objects.using(using).get_or_create(name=REVIEWERS)
+    group.permissions.set(reviewer_permissions().using(using))
