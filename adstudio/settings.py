@@ -74,7 +74,7 @@ ASGI_APPLICATION = "adstudio.asgi.application"
 TEMPLATES = [
     {
         "BACKEND": "django.template.backends.django.DjangoTemplates",
-        "DIRS": [],
+        "DIRS": [BASE_DIR / "adstudio" / "templates"],  # the admin's index
         "APP_DIRS": True,
         "OPTIONS": {
             "context_processors": [

@@ -6,6 +6,12 @@ from drf_spectacular.views import SpectacularSwaggerView
 
 from adstudio.schema import SchemaView
 
+admin.site.site_header = "AdStudio review desk"
+admin.site.site_title = "AdStudio"
+admin.site.index_title = "Review desk"
+# "View site": this server has no page of its own besides the API, so the API's docs.
+admin.site.site_url = "/api/docs/"
+
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("api/schema/", SchemaView.as_view(), name="schema"),

@@ -1,77 +1,125 @@
-"""Ads and drafts for staff: browse versions, read payloads, activate a version."""
+"""Ads and drafts for staff: read each version as its kind deserves, compare it with the
+version before, activate it where you look at it, and see who activated what."""
 
 from __future__ import annotations
 
 from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied
+from django.http import HttpRequest, HttpResponseRedirect
+from django.shortcuts import get_object_or_404
+from django.template.response import TemplateResponse
+from django.urls import path, reverse
+from django.utils.html import format_html
+from django.utils.http import url_has_allowed_host_and_scheme
 
-from adstudio.admin_json import pretty_json
-from drafts.models import ACTIVATE_PERMISSION, ActivationSource, Ad, Draft
+from adstudio.admin_search import SearchByIdMixin
+from drafts.models import ACTIVATE_PERMISSION, Activation, ActivationSource, Ad, Draft, DraftKind
+from drafts.review import diff, sound_effects, voice_tracks
+from drafts.selectors import drafts_archived_by_activating
 from drafts.services import draft_activate
 
 
-class DraftInline(admin.TabularInline):
-    model = Draft
-    fields = ["kind", "label", "status", "summary", "created_by", "created_at", "payload_pretty"]
-    readonly_fields = fields
-    ordering = ["kind", "-version"]
-    extra = 0
-    show_change_link = True
-    # Drafts are written by the agent or an import, never typed in here.
-    can_delete = False
+def status_badge(draft: Draft):
+    return format_html(
+        '<span class="draft-status status-{}">{}</span>', draft.status, draft.get_status_display()
+    )
 
-    def has_add_permission(self, request, obj=None) -> bool:
-        return False
 
-    @admin.display(description="Version")
-    def label(self, draft: Draft) -> str:
-        return draft.label
+def draft_link(draft: Draft | None):
+    if draft is None:
+        return "-"
+    url = reverse("admin:drafts_draft_change", args=[draft.pk])
+    return format_html('<a href="{}">{} {}</a>', url, draft.kind, draft.label)
 
-    @admin.display(description="Payload")
-    def payload_pretty(self, draft: Draft):
-        return pretty_json(draft.payload)
+
+class ReviewMedia:
+    css = {"all": ["drafts/review.css"]}
 
 
 @admin.register(Ad)
-class AdAdmin(admin.ModelAdmin):
+class AdAdmin(SearchByIdMixin, admin.ModelAdmin):
     list_display = ["title", "owner", "language", "market", "duration_s", "created_at"]
     list_filter = ["language", "market"]
     search_fields = ["title", "client", "audience"]
     list_select_related = ["owner"]
     raw_id_fields = ["owner"]
     readonly_fields = ["id", "created_at", "updated_at"]
-    inlines = [DraftInline]
+    change_form_template = "admin/drafts/ad/change_form.html"
+    Media = ReviewMedia
+
+    def change_view(self, request, object_id, form_url="", extra_context=None):
+        ad = self.get_object(request, admin.utils.unquote(object_id))
+        if ad is not None:
+            extra_context = {**(extra_context or {}), **self._review_context(request, ad)}
+        return super().change_view(request, object_id, form_url, extra_context)
+
+    def _review_context(self, request: HttpRequest, ad: Ad) -> dict:
+        """Per kind, every version newest first with the active and latest picked out; the
+        ad's activations, newest first."""
+        drafts = list(ad.drafts.order_by("kind", "-version"))
+        panels = []
+        for kind in DraftKind:
+            versions = [d for d in drafts if d.kind == kind]
+            panels.append(
+                {
+                    "kind": kind.label,
+                    "versions": versions,
+                    "active": next((d for d in versions if d.status == "active"), None),
+                    "latest": versions[0] if versions else None,
+                }
+            )
+        activations = ad.activations.select_related("draft", "replaced", "user")[:50]
+        return {
+            "panels": panels,
+            "activations": activations,
+            "can_activate": request.user.has_perm(ACTIVATE_PERMISSION),
+            "back_here": request.path,
+        }
 
 
 @admin.register(Draft)
-class DraftAdmin(admin.ModelAdmin):
-    list_display = ["ad", "kind", "label", "status", "summary", "created_by", "created_at"]
+class DraftAdmin(SearchByIdMixin, admin.ModelAdmin):
+    list_display = ["ad", "kind", "label", "status_badge", "summary", "created_by", "created_at"]
     list_filter = ["kind", "status", "created_by"]
     search_fields = ["ad__title", "summary"]
     list_select_related = ["ad"]
     ordering = ["-ad__created_at", "kind", "-version"]  # newest ads first, then by kind
-    exclude = ["payload"]
+    fieldsets = [
+        (
+            None,
+            {
+                "fields": [
+                    "ad",
+                    ("kind", "label", "status_badge"),
+                    "summary",
+                    ("created_by", "run_link", "created_at", "activated_at"),
+                ]
+            },
+        ),
+    ]
     readonly_fields = [
-        "id",
         "ad",
         "kind",
-        "version",
-        "status",
-        "payload_pretty",
+        "label",
+        "status_badge",
         "summary",
         "created_by",
-        "run_id",
-        "tool_call_id",
-        "parent",
+        "run_link",
         "created_at",
         "activated_at",
     ]
     actions = ["activate"]
+    change_form_template = "admin/drafts/draft/change_form.html"
+    Media = ReviewMedia
 
     # Drafts are immutable records: created by the agent, changed only by activation, and
     # never deleted alone (its number would be given again, and the conversation's tool
     # results and events that name it would point at another draft). Deleting the ad
     # deletes them all.
     def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
         return False
 
     def has_delete_permission(self, request, obj=None) -> bool:
@@ -84,9 +132,71 @@ class DraftAdmin(admin.ModelAdmin):
     def label(self, draft: Draft) -> str:
         return draft.label
 
-    @admin.display(description="Payload")
-    def payload_pretty(self, draft: Draft):
-        return pretty_json(draft.payload)
+    @admin.display(description="Status", ordering="status")
+    def status_badge(self, draft: Draft):
+        return status_badge(draft)
+
+    @admin.display(description="Written by run")
+    def run_link(self, draft: Draft):
+        if draft.run_id is None:
+            return "-"
+        url = reverse("admin:conversations_run_change", args=[draft.run_id])
+        return format_html('<a href="{}">{}</a>', url, str(draft.run_id)[:8])
+
+    def change_view(self, request, object_id, form_url="", extra_context=None):
+        draft = self.get_object(request, admin.utils.unquote(object_id))
+        if draft is not None:
+            extra_context = {**(extra_context or {}), **self._review_context(request, draft)}
+        return super().change_view(request, object_id, form_url, extra_context)
+
+    def _review_context(self, request: HttpRequest, draft: Draft) -> dict:
+        language = draft.ad.language
+        previous = draft.parent
+        return {
+            "draft": draft,
+            "voice_tracks": voice_tracks(draft.payload, language=language),
+            "sound_effects": sound_effects(draft.payload),
+            "previous": previous,
+            "changes": diff(previous, draft, language=language) if previous else None,
+            "activations": draft.activations.select_related("replaced", "user"),
+            "can_activate": self.has_activate_permission(request) and draft.status != "active",
+        }
+
+    def get_urls(self):
+        activate = path(
+            "<path:object_id>/activate/",
+            self.admin_site.admin_view(self.activate_view),
+            name="drafts_draft_activate",
+        )
+        return [activate, *super().get_urls()]
+
+    def activate_view(self, request: HttpRequest, object_id: str):
+        """Activate one draft: a confirmation page that says what will be archived, then
+        the activation (POST), back to where the reviewer came from."""
+        if not self.has_activate_permission(request):
+            raise PermissionDenied
+        draft = get_object_or_404(Draft.objects.select_related("ad"), pk=object_id)
+        back = request.POST.get("next") or request.GET.get("next")
+        if not back or not url_has_allowed_host_and_scheme(
+            back, allowed_hosts={request.get_host()}, require_https=request.is_secure()
+        ):
+            back = reverse("admin:drafts_draft_change", args=[draft.pk])
+        if request.method == "POST":
+            result = draft_activate(
+                ad=draft.ad, draft_id=draft.pk, by=request.user, source=ActivationSource.ADMIN
+            )
+            level = messages.SUCCESS if result.changed else messages.INFO
+            self.message_user(request, f"{draft.ad}: {result.message}", level)
+            return HttpResponseRedirect(back)
+        context = {
+            **self.admin_site.each_context(request),
+            "title": f"Activate {draft.kind} {draft.label}?",
+            "opts": self.model._meta,
+            "draft": draft,
+            "archives": list(drafts_archived_by_activating(draft)),
+            "next": back,
+        }
+        return TemplateResponse(request, "admin/drafts/draft/activate_confirmation.html", context)
 
     @admin.action(
         description="Activate selected drafts (archive the version active now)",
@@ -111,3 +221,31 @@ class DraftAdmin(admin.ModelAdmin):
             )
             level = messages.SUCCESS if result.changed else messages.INFO
             self.message_user(request, f"{draft.ad}: {result.message}", level)
+
+
+@admin.register(Activation)
+class ActivationAdmin(admin.ModelAdmin):
+    """The activation log: written by activations only, never edited or deleted."""
+
+    list_display = ["created_at", "ad", "activated", "replaced_version", "user", "source"]
+    list_filter = ["source", "draft__kind"]
+    search_fields = ["ad__title", "user__username"]
+    list_select_related = ["ad", "draft", "replaced", "user"]
+    date_hierarchy = "created_at"
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False
+
+    @admin.display(description="Activated", ordering="draft__kind")
+    def activated(self, activation: Activation):
+        return draft_link(activation.draft)
+
+    @admin.display(description="Replaced")
+    def replaced_version(self, activation: Activation):
+        return draft_link(activation.replaced)

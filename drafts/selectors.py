@@ -3,7 +3,7 @@ of each kind."""
 
 from __future__ import annotations
 
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 
 from drafts.models import Ad, Draft, DraftKind, DraftStatus
 
@@ -41,6 +41,19 @@ def draft_state(*, ad: Ad) -> dict[str, dict]:
         elif draft.status == DraftStatus.ARCHIVED:
             entry["archived"].insert(0, draft.label)  # rows come newest first
     return state
+
+
+def drafts_archived_by_activating(draft: Draft) -> QuerySet[Draft]:
+    """What activating ``draft`` archives, oldest first: the version of its kind active
+    now, and every older version never activated (superseded before it went live)."""
+    return (
+        Draft.objects.filter(ad_id=draft.ad_id, kind=draft.kind)
+        .filter(
+            Q(status=DraftStatus.ACTIVE) | Q(status=DraftStatus.DRAFT, version__lt=draft.version)
+        )
+        .exclude(pk=draft.pk)
+        .order_by("version")
+    )
 
 
 def ads_for(user) -> QuerySet[Ad]:

@@ -6,7 +6,6 @@ import uuid
 from dataclasses import dataclass
 
 from django.db import connection, transaction
-from django.db.models import Q
 from django.utils import timezone
 
 from adstudio.db import Batch, insert_rows
@@ -21,6 +20,7 @@ from drafts.models import (
     DraftStatus,
 )
 from drafts.payloads import Version, kind_of, payload_of, summary_of
+from drafts.selectors import drafts_archived_by_activating
 
 
 class DraftNotInAd(Exception):
@@ -170,14 +170,7 @@ def draft_activate(
             raise DraftNotInAd(f"Draft {draft_id} does not belong to ad {ad.pk}.")
         if draft.status == DraftStatus.ACTIVE:
             return ActivationResult(draft=draft, archived=(), changed=False)
-        archived = tuple(
-            Draft.objects.filter(ad_id=ad.pk, kind=draft.kind)
-            .filter(
-                Q(status=DraftStatus.ACTIVE)
-                | Q(status=DraftStatus.DRAFT, version__lt=draft.version)
-            )
-            .order_by("version")
-        )
+        archived = tuple(drafts_archived_by_activating(draft))
         replaced = next((old for old in archived if old.status == DraftStatus.ACTIVE), None)
         Draft.objects.filter(pk__in=[old.pk for old in archived]).update(
             status=DraftStatus.ARCHIVED

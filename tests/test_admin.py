@@ -86,11 +86,18 @@ def test_staff_see_changelist_and_change_view(client, staff_user, objects, model
     assert str(obj.pk) in changelist.content.decode()
 
 
-def test_change_views_render_json_readably(client, staff_user, objects):
+def test_the_draft_page_reads_the_payload_escaped(client, staff_user, objects):
     client.force_login(staff_user)
     draft_page = client.get(
         reverse("admin:drafts_draft_change", args=[objects["drafts_draft"].pk])
     ).content.decode()
+
+    assert "&lt;b&gt;upbeat&lt;/b&gt; pop" in draft_page  # never raw HTML from a payload
+    assert "<b>upbeat</b>" not in draft_page
+
+
+def test_change_views_render_json_readably(client, staff_user, objects):
+    client.force_login(staff_user)
     conversation_page = client.get(
         reverse(
             "admin:conversations_conversation_change",
@@ -98,8 +105,6 @@ def test_change_views_render_json_readably(client, staff_user, objects):
         )
     ).content.decode()
 
-    # Pretty-printed and escaped, never raw HTML from a payload.
-    assert "&quot;musicPrompt&quot;: &quot;&lt;b&gt;upbeat&lt;/b&gt; pop&quot;" in draft_page
     assert "&quot;name&quot;: &quot;search_voices&quot;" in conversation_page
     assert "call_1" in conversation_page
 

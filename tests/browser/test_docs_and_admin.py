@@ -191,7 +191,7 @@ def test_the_admin_is_styled_under_gunicorn(chromium, server, django_user_model)
         page.click("input[type=submit]")
         page.wait_for_url(f"{server}/admin/")
 
-        assert page.get_by_text("Site administration").count() >= 1
+        assert page.get_by_text("Review desk").count() >= 1
         stylesheets = [url for _, kind, url in visit.responses if kind == "stylesheet"]
         assert any("/static/admin/css/base." in url for url in stylesheets), stylesheets
         assert visit.failures() == []
