@@ -1,16 +1,24 @@
-"""The staff chat command, scripted through standard input, with the demo director."""
+"""The staff chat command, scripted through standard input, with the demo director: the
+conversation, and the slash commands the terminal answers without the model."""
 
 from __future__ import annotations
 
 import io
+import logging
 import sys
 
 import pytest
+from django.contrib.auth.models import Group
 from django.core.management import CommandError, call_command
+from django.core.management.base import OutputWrapper
 
-from drafts.models import Ad, Draft
+from conversations.models import Conversation, Message, Role, Run
+from conversations.terminal import ChatSession
+from drafts.models import Activation, Ad, Draft, DraftStatus
+from drafts.reviewers import REVIEWERS
 
 pytestmark = pytest.mark.django_db(transaction=True)
+HINT = "/activate KIND VERSION to make one live"
 
 
 @pytest.fixture(autouse=True)
@@ -27,6 +35,24 @@ def chat(monkeypatch, stdin: str, *args: str) -> str:
     out = io.StringIO()
     call_command("chat", *args, stdout=out)
     return out.getvalue()
+
+
+@pytest.fixture
+def reviewer(django_user_model):
+    """Staff who may activate drafts through the Reviewers group, and is no superuser."""
+    user = django_user_model.objects.create_user(username="rita", is_staff=True)
+    user.groups.add(Group.objects.get(name=REVIEWERS))
+    return user
+
+
+def user_messages() -> list[str]:
+    return list(
+        Message.objects.filter(role=Role.USER).order_by("seq").values_list("text", flat=True)
+    )
+
+
+def statuses(ad: Ad, kind: str) -> dict[str, str]:
+    return {d.label: d.status for d in Draft.objects.filter(ad=ad, kind=kind)}
 
 
 def test_a_scripted_session_generates_then_refines(monkeypatch, staff_user):
@@ -46,6 +72,12 @@ def test_a_scripted_session_generates_then_refines(monkeypatch, staff_user):
     assert "++ music v2" in output
     assert output.count("assistant> ") == 2
     assert Draft.objects.filter(ad=ad, kind="music").count() == 2
+    # The drafts' state once the brief's generation is done, and the hint how to activate
+    # (once a session, though the second reply made drafts too).
+    first_reply, second_reply = output.split("assistant> ")[1:]
+    assert "Drafts now:" in first_reply and "Drafts now:" not in second_reply
+    assert "  music   none active  latest v1" in first_reply
+    assert output.count(HINT) == 1 and HINT in first_reply
 
 
 def test_continuing_an_existing_ad(monkeypatch):
@@ -56,6 +88,9 @@ def test_continuing_an_existing_ad(monkeypatch):
 
     assert "continuing conversation" in output
     assert "++ sfx v2" in output
+    # Where the drafts stand, before the first message is answered.
+    assert output.index("Drafts now:") < output.index("++ sfx v2")
+    assert "  sfx     none active  latest v1" in output
     assert Draft.objects.filter(ad=ad, kind="sfx").count() == 2
 
 
@@ -73,3 +108,153 @@ def test_bad_arguments_are_clear_errors(monkeypatch, args, message):
     monkeypatch.setattr(sys, "stdin", io.StringIO(""))
     with pytest.raises(CommandError, match=message):
         call_command("chat", *args, stdout=io.StringIO())
+
+
+def test_slash_commands_are_answered_without_the_model(monkeypatch):
+    output = chat(
+        monkeypatch,
+        "/help\n/state\n/drafts\nhelp\n/bogus\n/quit\nmake the music more upbeat\n",
+        "--brief",
+        "Coffee shop",
+        "--language",
+        "th",
+    )
+
+    assert output.count("/activate KIND VERSION  make a version live") == 2  # /help, help
+    assert "Unknown command /bogus; /help lists them." in output
+    assert output.count("Drafts now:") == 2  # after the generation, and /state
+    assert "music:\n  v1    draft     Music (" in output
+    # Only the brief reached the model: not the commands, nor the line after /quit.
+    assert Run.objects.count() == 1
+    assert len(user_messages()) == 1 and user_messages()[0].startswith("Brief")
+    assert Draft.objects.filter(kind="music").count() == 1
+
+
+def test_drafts_lists_every_version_newest_first_with_its_status(monkeypatch, staff_user):
+    output = chat(
+        monkeypatch,
+        "make the music more upbeat\n/activate music v1\n/drafts\n",
+        "--brief",
+        "Coffee shop",
+        "--language",
+        "th",
+    )
+
+    listing = output.split("Activated music v1.\n")[1]
+    assert listing.index("  v2    draft     Music (") < listing.index("  v1    active    Music (")
+    assert "sfx:\n  v1    draft     Sound effects:" in listing
+
+
+def test_a_reviewer_activates_as_themselves_on_an_ad_they_do_not_own(
+    monkeypatch, staff_user, reviewer
+):
+    chat(monkeypatch, "make the music more upbeat\n", "--brief", "Coffee shop", "--language", "th")
+    ad = Ad.objects.get()
+    assert ad.owner == staff_user
+
+    output = chat(
+        monkeypatch,
+        "/activate music v1\n/activate music 2\n/activate voice v1\n/activate music v2\n",
+        "--ad",
+        str(ad.pk),
+        "--user",
+        "rita",
+    )
+
+    assert "Activated music v1.\n" in output
+    assert "Activated music v2 (archived v1).\n" in output
+    assert "Activated voices v1.\n" in output
+    assert "music v2 was already active." in output
+    assert statuses(ad, "music") == {"v1": DraftStatus.ARCHIVED, "v2": DraftStatus.ACTIVE}
+    activations = list(Activation.objects.order_by("created_at", "id"))
+    assert [(a.draft.kind, a.draft.label) for a in activations] == [
+        ("music", "v1"),
+        ("music", "v2"),
+        ("voices", "v1"),
+    ]
+    assert {(a.user, a.source) for a in activations} == {(reviewer, "terminal")}
+
+
+def test_activating_without_the_permission_changes_nothing(monkeypatch, user):
+    output = chat(
+        monkeypatch,
+        "/activate music v1\n",
+        "--brief",
+        "Coffee shop",
+        "--language",
+        "th",
+        "--user",
+        "alice",
+    )
+
+    assert (
+        "alice may not activate drafts: that needs the permission drafts.activate_draft" in output
+    )
+    assert "Nothing was changed." in output
+    assert not Activation.objects.exists()
+    assert not Draft.objects.filter(status=DraftStatus.ACTIVE).exists()
+
+
+@pytest.mark.parametrize(
+    ("command", "message"),
+    [
+        ("/activate lyrics v1", "Unknown kind 'lyrics': use voices, music or sfx."),
+        ("/activate music v7", "This ad has no music v7; /drafts lists the versions."),
+        ("/activate music latest", "'latest' is not a version: use v2 or 2."),
+        ("/activate music", "Usage: /activate KIND VERSION, e.g. /activate music v2"),
+    ],
+)
+def test_activating_what_does_not_exist_is_a_clear_message(monkeypatch, command, message):
+    output = chat(monkeypatch, f"{command}\n", "--brief", "Coffee shop", "--language", "th")
+
+    assert message in output
+    assert not Activation.objects.exists()
+    assert len(user_messages()) == 1  # the brief
+
+
+@pytest.mark.parametrize("line", ["activate music v2", "Please ACTIVATE the music version 2."])
+def test_an_activation_asked_in_plain_words_is_not_sent(monkeypatch, line):
+    output = chat(
+        monkeypatch,
+        f"make the music more upbeat\n{line}\n",
+        "--brief",
+        "Coffee shop",
+        "--language",
+        "th",
+    )
+
+    assert "Messages to the director cannot activate drafts" in output
+    assert "type: /activate music v2" in output
+    assert len(user_messages()) == 2  # the brief and the upbeat request: not the activation
+    assert Draft.objects.filter(kind="music").count() == 2
+    assert not Activation.objects.exists()
+
+
+def test_log_lines_only_with_verbose(monkeypatch, caplog):
+    caplog.set_level(logging.INFO)
+    chat(monkeypatch, "", "--brief", "Coffee shop", "--language", "th")
+    assert [r.getMessage() for r in caplog.records if r.levelno < logging.WARNING] == []
+
+    chat(monkeypatch, "more sound effects\n", "--ad", str(Ad.objects.get().pk), "--verbose")
+    assert any(
+        r.levelno == logging.INFO and "offline demo director" in r.getMessage()
+        for r in caplog.records
+    )
+
+
+def test_ctrl_c_says_the_run_continues_in_the_background(settings, make_ad, user):
+    """A run this person started and did not see finish (a worker has it)."""
+    settings.CELERY_TASK_ALWAYS_EAGER = False
+    ad = make_ad()
+    conversation = Conversation.objects.create(ad=ad)
+    run = Run.objects.create(conversation=conversation, input_text="hi", requested_by=user)
+    out = io.StringIO()
+    session = ChatSession(
+        ad=ad, user=user, out=OutputWrapper(out), err=OutputWrapper(io.StringIO()), timeout=1
+    )
+
+    session.interrupted()
+
+    assert out.getvalue() == (
+        f"\nRun {run.pk} continues in the background; see its drafts later with --ad {ad.pk}.\n"
+    )

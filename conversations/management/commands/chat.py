@@ -1,32 +1,34 @@
 """An interactive conversation with the creative director in the terminal.
 
-One message per line from standard input, so it can be scripted:
+At a terminal it prompts ``you>`` with line editing and history; slash commands
+(``/help``) show the drafts and activate them. Piped, it reads one message (or slash
+command) per line, so it can be scripted:
 ``printf 'make the music more upbeat\\n' | python manage.py chat --brief "..." --language th``.
 """
 
 from __future__ import annotations
 
-import json
 import sys
-import time
 import uuid
+from collections.abc import Iterator
 
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
 from conversations import providers
-from conversations.models import Run, RunEvent, RunEventType, RunStatus
-from conversations.selectors import conversation_latest, run_drafts
-from conversations.services import send_message, start_generation
+from conversations.terminal import INTERRUPTED_STATUS, ChatSession, line_editing, quiet_logs
 from drafts.models import Ad
 from drafts.services import ad_create
 from voices.languages import UnknownLanguage, normalise_language
 
-POLL_SECONDS = 0.2
-
 
 class Command(BaseCommand):
-    help = "Talk to the creative director about an ad: one message per line of input."
+    help = (
+        "Talk to the creative director about an ad: one message per line of input. "
+        "Lines starting with / are commands the terminal answers itself (/help lists them: "
+        "/state, /drafts, /activate KIND VERSION, /quit). /quit or end of input (Ctrl-D) "
+        f"exits with status 0, Ctrl-C with status {INTERRUPTED_STATUS}."
+    )
 
     def add_arguments(self, parser) -> None:
         target = parser.add_mutually_exclusive_group(required=True)
@@ -36,38 +38,56 @@ class Command(BaseCommand):
         parser.add_argument("--duration", type=int, default=30, help="seconds (default 30)")
         parser.add_argument("--market", default="", help="market of a new ad, e.g. TH")
         parser.add_argument("--provider", choices=providers.PROVIDER_NAMES)
-        parser.add_argument("--user", help="owner of a new ad (default: the first superuser)")
+        parser.add_argument(
+            "--user",
+            help="who you are: owns a new ad, activates drafts (default: the first superuser)",
+        )
         parser.add_argument(
             "--timeout", type=float, default=600, help="seconds to wait for each run"
         )
+        parser.add_argument(
+            "--verbose", action="store_true", help="show INFO log lines (quiet by default)"
+        )
 
     def handle(self, *args, **options) -> None:
-        ad = self._ad(options)
-        conversation = conversation_latest(ad_id=ad.pk)
-        if conversation is None:
+        interactive = sys.stdin.isatty()
+        with quiet_logs(verbose=options["verbose"]), line_editing(enabled=interactive):
+            user = self._user(options["user"])
+            session = ChatSession(
+                ad=self._ad(options, user),
+                user=user,
+                out=self.stdout,
+                err=self.stderr,
+                timeout=options["timeout"],
+            )
             try:
-                run = start_generation(ad=ad, provider=options["provider"])
+                session.open(provider=options["provider"])
+                for line in self._lines(interactive):
+                    if not session.handle(line):
+                        return
             except providers.ProviderUnavailable as exc:
                 raise CommandError(str(exc)) from None
-            self.stdout.write(f"Ad {ad.pk}: generating drafts from the brief ...")
-            run = self._follow(run, options["timeout"])
-            conversation = run.conversation
-        else:
-            self.stdout.write(f"Ad {ad.pk}: continuing conversation {conversation.pk}.")
-        interactive = sys.stdin.isatty()
+            except KeyboardInterrupt:
+                session.interrupted()
+                raise SystemExit(INTERRUPTED_STATUS) from None
+
+    def _lines(self, interactive: bool) -> Iterator[str]:
+        """What the person types: ``input()`` at a terminal (readline's editing and
+        history), else one line of standard input at a time, until its end."""
         while True:
             if interactive:
-                self.stdout.write("you> ", ending="")
-                self.stdout.flush()
-            line = sys.stdin.readline()
-            if not line:
-                return
-            text = line.strip()
-            if text:
-                run = send_message(conversation=conversation, text=text)
-                self._follow(run, options["timeout"])
+                try:
+                    yield input("you> ")
+                except EOFError:  # Ctrl-D
+                    self.stdout.write("")
+                    return
+            else:
+                line = sys.stdin.readline()
+                if not line:
+                    return
+                yield line
 
-    def _ad(self, options) -> Ad:
+    def _ad(self, options, user) -> Ad:
         if options["ad"]:
             ad = Ad.objects.filter(pk=options["ad"]).first() if _is_uuid(options["ad"]) else None
             if ad is None:
@@ -82,14 +102,16 @@ class Command(BaseCommand):
         if not 5 <= options["duration"] <= 120:
             raise CommandError("--duration must be between 5 and 120 seconds.")
         return ad_create(
-            owner=self._owner(options["user"]),
+            owner=user,
             client=options["brief"],
             duration_s=options["duration"],
             market=options["market"],
             language=language,
         )
 
-    def _owner(self, username: str | None):
+    def _user(self, username: str | None):
+        """Who is at the terminal: ``--user``, or the first superuser. Also for ``--ad``:
+        activations are this person's, whoever owns the ad."""
         users = get_user_model().objects
         if username:
             user = users.filter(username=username).first()
@@ -100,44 +122,6 @@ class Command(BaseCommand):
         if user is None:
             raise CommandError("No superuser exists: pass --user or run createsuperuser.")
         return user
-
-    def _follow(self, run: Run, timeout: float) -> Run:
-        """Print the run's tool calls, drafts and final message as they happen."""
-        last = 0
-        deadline = time.monotonic() + timeout
-        while True:
-            for event in RunEvent.objects.filter(run=run, seq__gt=last).order_by("seq"):
-                last = event.seq
-                self._print_event(event)
-            run.refresh_from_db()
-            if (
-                run.status in RunStatus.finished()
-                and not RunEvent.objects.filter(run=run, seq__gt=last).exists()
-            ):
-                break
-            if time.monotonic() > deadline:
-                self.stderr.write(f"Run {run.pk} still {run.status} after {timeout:.0f} s.")
-                return run
-            time.sleep(POLL_SECONDS)
-        if run.status == RunStatus.SUCCEEDED:
-            drafts, _ = run_drafts(run=run)
-            if drafts:
-                made = ", ".join(f"{kind} {version}" for kind, version in drafts.items())
-                self.stdout.write(f"drafts: {made}")
-            self.stdout.write(f"assistant> {run.final_message}")
-        else:
-            self.stdout.write(f"run {run.status}: {run.error_code} {run.error_message}".rstrip())
-        return run
-
-    def _print_event(self, event: RunEvent) -> None:
-        data = event.data
-        if event.type == RunEventType.TOOL_CALL_STARTED:
-            args = json.dumps(data.get("arguments", {}), ensure_ascii=False)
-            self.stdout.write(f"  -> {data['name']} {args[:200]}")
-        elif event.type == RunEventType.TOOL_CALL_FINISHED and data.get("isError"):
-            self.stdout.write(f"  !! {data['name']}: {data['result'].get('error', '')}")
-        elif event.type == RunEventType.DRAFT_CREATED:
-            self.stdout.write(f"  ++ {data['kind']} {data['version']}")
 
 
 def _is_uuid(value: str) -> bool:
