@@ -1,18 +1,77 @@
-"""Conversations and runs for staff: the whole history, tool calls and results as JSON."""
+"""Conversations and runs for staff: each conversation read as a transcript (turns, tool
+calls with their results, run headers, the drafts the runs wrote), lists that fit a
+laptop, and nothing editable: the history is written by runs only."""
 
 from __future__ import annotations
 
+import uuid
 from datetime import timedelta
 
 from django.contrib import admin, messages
+from django.contrib.admin.utils import unquote
+from django.db.models import Count, DurationField, ExpressionWrapper, F, OuterRef, Subquery
+from django.db.models.functions import Coalesce
+from django.template.defaultfilters import truncatechars
 from django.template.response import TemplateResponse
-from django.urls import path
+from django.urls import path, reverse
 from django.utils import timezone
+from django.utils.dateformat import format as format_date
+from django.utils.html import format_html
 
 from adstudio.admin_json import pretty_json
-from conversations.models import Conversation, Message, ModelCall, Run, RunEvent
+from adstudio.admin_search import SearchByIdMixin
+from conversations.models import Conversation, ModelCall, Run, RunEvent
 from conversations.selectors import agent_stats
 from conversations.services import run_requeue
+from conversations.transcript import conversation_transcript, run_transcript
+
+# --- Cells of the lists: short, so that a list fits a 1,366 px screen -------------------
+
+
+def _short(pk: uuid.UUID) -> str:
+    return str(pk)[:8]
+
+
+def _usd(cost) -> str:
+    return f"${cost:.4f}"
+
+
+def _tokens(prompt: int, completion: int) -> str:
+    return f"{prompt:,} / {completion:,}"
+
+
+def _when(value) -> str:
+    """A date as lists show it (``Jan 5, 14:03``), the full one in the tooltip."""
+    local = timezone.localtime(value)
+    return format_html(
+        '<span title="{}">{}</span>',
+        format_date(local, "Y-m-d H:i:s T"),
+        format_date(local, "M j, H:i"),
+    )
+
+
+def _took(value: timedelta | None) -> str:
+    if value is None:
+        return "-"
+    seconds = value.total_seconds()
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    minutes, seconds = divmod(round(seconds), 60)
+    return f"{minutes} min {seconds} s"
+
+
+def run_status_badge(run: Run):
+    """The status as a coloured badge; why a run stopped or failed in its tooltip."""
+    why = " · ".join(part for part in (run.get_stop_cause_display(), run.error_code) if part)
+    return format_html(
+        '<span class="run-status status-{}" title="{}">{}</span>',
+        run.status,
+        why,
+        run.get_status_display(),
+    )
+
+
+# --- Inlines of the run page -------------------------------------------------------------
 
 
 class ReadOnlyInline(admin.TabularInline):
@@ -28,71 +87,7 @@ class ReadOnlyInline(admin.TabularInline):
     def has_change_permission(self, request, obj=None) -> bool:
         return False
 
-
-class MessageInline(ReadOnlyInline):
-    model = Message
-    fields = ["seq", "role", "text", "tool_calls_pretty", "tool_call_id", "name", "is_error", "run"]
-    readonly_fields = fields
-    ordering = ["seq"]
-
-    @admin.display(description="Tool calls")
-    def tool_calls_pretty(self, message: Message):
-        return pretty_json(message.tool_calls) if message.tool_calls else "-"
-
-
-class RunInline(ReadOnlyInline):
-    model = Run
-    fields = [
-        "id",
-        "status",
-        "provider",
-        "model",
-        "rounds",
-        "prompt_tokens",
-        "completion_tokens",
-        "cached_tokens",
-        "cost",
-        "created_at",
-    ]
-    readonly_fields = fields
-    ordering = ["created_at"]
-    show_change_link = True
-
-
-@admin.register(Conversation)
-class ConversationAdmin(admin.ModelAdmin):
-    list_display = [
-        "id",
-        "ad",
-        "provider",
-        "model",
-        "prompt_tokens",
-        "completion_tokens",
-        "cached_tokens",
-        "cost",
-        "created_at",
-    ]
-    list_filter = ["provider"]
-    search_fields = ["ad__title"]
-    list_select_related = ["ad"]
-    readonly_fields = [
-        "id",
-        "ad",
-        "provider",
-        "model",
-        "summary",
-        "summary_upto_seq",
-        "prompt_tokens",
-        "completion_tokens",
-        "cached_tokens",
-        "cost",
-        "created_at",
-        "updated_at",
-    ]
-    inlines = [RunInline, MessageInline]
-
-    # Conversations start from a brief through the API or the chat command.
-    def has_add_permission(self, request) -> bool:
+    def has_delete_permission(self, request, obj=None) -> bool:
         return False
 
 
@@ -125,41 +120,230 @@ class RunEventInline(ReadOnlyInline):
         return pretty_json(event.data)
 
 
-class RunMessageInline(MessageInline):
-    fields = ["seq", "role", "text", "tool_calls_pretty", "tool_call_id", "name", "is_error"]
-    readonly_fields = fields
-    fk_name = "run"
+# --- Conversations -----------------------------------------------------------------------
 
 
-@admin.register(Run)
-class RunAdmin(admin.ModelAdmin):
-    list_display = [
-        "id",
-        "conversation",
-        "status",
-        "provider",
-        "model",
-        "rounds",
-        "prompt_tokens",
-        "completion_tokens",
-        "cost",
-        "error_code",
-        "created_at",
+def _latest_run():
+    return (
+        Run.objects.filter(conversation=OuterRef("pk")).exclude(provider="").order_by("-created_at")
+    )
+
+
+@admin.register(Conversation)
+class ConversationAdmin(SearchByIdMixin, admin.ModelAdmin):
+    list_display = ["short_id", "ad_title", "used", "runs_count", "tokens", "cost_usd", "created"]
+    list_display_links = ["short_id"]
+    list_filter = ["runs__provider"]
+    search_fields = ["ad__title"]  # and the id: SearchByIdMixin
+    list_select_related = ["ad"]
+    fieldsets = [
+        (None, {"fields": [("id", "ad"), ("provider", "model"), ("created_at", "updated_at")]}),
+        (
+            "Totals",
+            {"fields": [("prompt_tokens", "cached_tokens", "completion_tokens", "cost")]},
+        ),
+        ("Rolling summary", {"fields": ["summary_upto_seq", "summary"], "classes": ["collapse"]}),
     ]
-    list_filter = ["status", "provider"]
-    search_fields = ["id", "error_message", "input_text"]
-    list_select_related = ["conversation__ad"]
-    readonly_fields = [f.name for f in Run._meta.concrete_fields]
-    inlines = [ModelCallInline, RunMessageInline, RunEventInline]
-    actions = ["requeue"]
-    change_list_template = "admin/conversations/run/change_list.html"
+    readonly_fields = [f.name for f in Conversation._meta.concrete_fields]
+    change_form_template = "admin/conversations/conversation/change_form.html"
 
-    # Runs are an execution log: started by the API, never typed in or edited.
+    class Media:
+        css = {"all": ["conversations/admin_transcript.css"]}
+
+    # Conversations are started through the API or the chat command, and are the record of
+    # what the agent did: nobody adds, edits or deletes one here.
     def has_add_permission(self, request) -> bool:
         return False
 
     def has_change_permission(self, request, obj=None) -> bool:
         return False
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False
+
+    def get_queryset(self, request):
+        """With what the runs actually used: a conversation's own provider and model may
+        be empty (the router picks per run)."""
+        runs_count = (
+            Run.objects.filter(conversation=OuterRef("pk"))
+            .order_by()
+            .values("conversation")
+            .annotate(n=Count("pk"))
+            .values("n")
+        )
+        return (
+            super()
+            .get_queryset(request)
+            .annotate(
+                runs_count=Coalesce(Subquery(runs_count), 0),
+                used_provider=Subquery(_latest_run().values("provider")[:1]),
+                used_model=Subquery(_latest_run().values("model")[:1]),
+            )
+        )
+
+    def change_view(self, request, object_id, form_url="", extra_context=None):
+        """The page is the transcript: one page of messages with their runs and drafts."""
+        try:
+            conversation_id = uuid.UUID(unquote(object_id))
+        except ValueError:
+            return super().change_view(request, object_id, form_url, extra_context)
+        transcript = conversation_transcript(
+            conversation_id=conversation_id, page=request.GET.get("page", 1)
+        )
+        context = {**(extra_context or {}), "transcript": transcript}
+        return super().change_view(request, object_id, form_url, context)
+
+    @admin.display(description="Id", ordering="id")
+    def short_id(self, conversation: Conversation) -> str:
+        return _short(conversation.pk)
+
+    @admin.display(description="Ad", ordering="ad__title")
+    def ad_title(self, conversation: Conversation) -> str:
+        return truncatechars(conversation.ad.title, 40)
+
+    @admin.display(description="Provider / model", ordering="used_provider")
+    def used(self, conversation: Conversation) -> str:
+        provider = conversation.used_provider or conversation.provider
+        model = conversation.used_model or conversation.model
+        return f"{provider or '-'} / {model or '-'}"
+
+    @admin.display(description="Runs", ordering="runs_count")
+    def runs_count(self, conversation: Conversation) -> int:
+        return conversation.runs_count
+
+    @admin.display(description="Tokens (prompt / completion)", ordering="prompt_tokens")
+    def tokens(self, conversation: Conversation) -> str:
+        return _tokens(conversation.prompt_tokens, conversation.completion_tokens)
+
+    @admin.display(description="Cost", ordering="cost")
+    def cost_usd(self, conversation: Conversation) -> str:
+        return _usd(conversation.cost)
+
+    @admin.display(description="Created", ordering="created_at")
+    def created(self, conversation: Conversation):
+        return _when(conversation.created_at)
+
+
+# --- Runs --------------------------------------------------------------------------------
+
+
+@admin.register(Run)
+class RunAdmin(SearchByIdMixin, admin.ModelAdmin):
+    list_display = [
+        "short_id",
+        "conversation_ad",
+        "status_badge",
+        "provider",
+        "model",
+        "rounds",
+        "duration",
+        "tokens",
+        "cost_usd",
+        "created",
+    ]
+    list_display_links = ["short_id"]
+    list_filter = ["status", "provider"]
+    search_fields = ["error_code", "error_message", "input_text"]  # and the id: SearchByIdMixin
+    list_select_related = ["conversation__ad"]
+    fieldsets = [
+        (None, {"fields": [("id", "conversation"), ("status", "stop_cause"), "input_text"]}),
+        (
+            "Model and usage",
+            {
+                "fields": [
+                    ("provider", "model", "rounds"),
+                    ("prompt_tokens", "cached_tokens", "completion_tokens"),
+                    ("cost", "cost_exact"),
+                ]
+            },
+        ),
+        ("Answer", {"fields": ["final_message", ("error_code", "error_message")]}),
+        (
+            "Timing and bookkeeping",
+            {
+                "fields": [
+                    ("created_at", "started_at", "finished_at", "heartbeat_at"),
+                    ("requested_by", "claims", "cancel_requested"),
+                    ("idempotency_key", "idempotency_fingerprint"),
+                ],
+                "classes": ["collapse"],
+            },
+        ),
+    ]
+    readonly_fields = [f.name for f in Run._meta.concrete_fields]
+    inlines = [ModelCallInline, RunEventInline]
+    actions = ["requeue"]
+    change_list_template = "admin/conversations/run/change_list.html"
+    change_form_template = "admin/conversations/run/change_form.html"
+
+    class Media:
+        css = {"all": ["conversations/admin_transcript.css"]}
+
+    # Runs are the execution log: started by the API, never typed in, edited or deleted
+    # (not even by a superuser; their events and model calls would go with them).
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False
+
+    def get_queryset(self, request):
+        return (
+            super()
+            .get_queryset(request)
+            .annotate(
+                took=ExpressionWrapper(
+                    F("finished_at") - F("started_at"), output_field=DurationField()
+                )
+            )
+        )
+
+    def change_view(self, request, object_id, form_url="", extra_context=None):
+        """The run's own messages, read as the conversation's transcript is."""
+        try:
+            run_id = uuid.UUID(unquote(object_id))
+        except ValueError:
+            return super().change_view(request, object_id, form_url, extra_context)
+        transcript = run_transcript(run_id=run_id, page=request.GET.get("page", 1))
+        context = {**(extra_context or {}), "transcript": transcript}
+        return super().change_view(request, object_id, form_url, context)
+
+    @admin.display(description="Id", ordering="id")
+    def short_id(self, run: Run) -> str:
+        return _short(run.pk)
+
+    @admin.display(description="Conversation / ad", ordering="conversation__created_at")
+    def conversation_ad(self, run: Run):
+        url = reverse("admin:conversations_conversation_change", args=[run.conversation_id])
+        return format_html(
+            '<a href="{}">{}</a> <span class="quiet">{}</span>',
+            url,
+            _short(run.conversation_id),
+            truncatechars(run.conversation.ad.title, 28),
+        )
+
+    @admin.display(description="Status", ordering="status")
+    def status_badge(self, run: Run):
+        return run_status_badge(run)
+
+    @admin.display(description="Duration", ordering="took")
+    def duration(self, run: Run) -> str:
+        return _took(run.took)
+
+    @admin.display(description="Tokens (prompt / completion)", ordering="prompt_tokens")
+    def tokens(self, run: Run) -> str:
+        return _tokens(run.prompt_tokens, run.completion_tokens)
+
+    @admin.display(description="Cost", ordering="cost")
+    def cost_usd(self, run: Run) -> str:
+        return _usd(run.cost) if run.cost_exact else f"≈{_usd(run.cost)}"
+
+    @admin.display(description="Created", ordering="created_at")
+    def created(self, run: Run):
+        return _when(run.created_at)
 
     @admin.action(description="Requeue selected failed or stuck runs")
     def requeue(self, request, queryset):

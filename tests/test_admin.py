@@ -96,19 +96,6 @@ def test_the_draft_page_reads_the_payload_escaped(client, staff_user, objects):
     assert "<b>upbeat</b>" not in draft_page
 
 
-def test_change_views_render_json_readably(client, staff_user, objects):
-    client.force_login(staff_user)
-    conversation_page = client.get(
-        reverse(
-            "admin:conversations_conversation_change",
-            args=[objects["conversations_conversation"].pk],
-        )
-    ).content.decode()
-
-    assert "&quot;name&quot;: &quot;search_voices&quot;" in conversation_page
-    assert "call_1" in conversation_page
-
-
 @pytest.mark.parametrize(
     "model",
     [
