@@ -137,14 +137,14 @@ class ConversationAdmin(SearchByIdMixin, admin.ModelAdmin):
     search_fields = ["ad__title"]  # and the id: SearchByIdMixin
     list_select_related = ["ad"]
     fieldsets = [
-        (None, {"fields": [("id", "ad"), ("provider", "model"), ("created_at", "updated_at")]}),
+        (None, {"fields": [("id", "ad"), "used", ("created_at", "updated_at")]}),
         (
             "Totals",
             {"fields": [("prompt_tokens", "cached_tokens", "completion_tokens", "cost")]},
         ),
         ("Rolling summary", {"fields": ["summary_upto_seq", "summary"], "classes": ["collapse"]}),
     ]
-    readonly_fields = [f.name for f in Conversation._meta.concrete_fields]
+    readonly_fields = [*(f.name for f in Conversation._meta.concrete_fields), "used"]
     change_form_template = "admin/conversations/conversation/change_form.html"
 
     class Media:
@@ -211,7 +211,7 @@ class ConversationAdmin(SearchByIdMixin, admin.ModelAdmin):
     def runs_count(self, conversation: Conversation) -> int:
         return conversation.runs_count
 
-    @admin.display(description="Tokens (prompt / completion)", ordering="prompt_tokens")
+    @admin.display(description="Tokens in / out", ordering="prompt_tokens")
     def tokens(self, conversation: Conversation) -> str:
         return _tokens(conversation.prompt_tokens, conversation.completion_tokens)
 
@@ -233,9 +233,7 @@ class RunAdmin(SearchByIdMixin, admin.ModelAdmin):
         "short_id",
         "conversation_ad",
         "status_badge",
-        "provider",
-        "model",
-        "rounds",
+        "provider_model",
         "duration",
         "tokens",
         "cost_usd",
@@ -315,15 +313,22 @@ class RunAdmin(SearchByIdMixin, admin.ModelAdmin):
     def short_id(self, run: Run) -> str:
         return _short(run.pk)
 
-    @admin.display(description="Conversation / ad", ordering="conversation__created_at")
+    @admin.display(description="Ad", ordering="conversation__ad__title")
     def conversation_ad(self, run: Run):
+        """The ad's title, linking to the run's conversation (its id in the tooltip)."""
         url = reverse("admin:conversations_conversation_change", args=[run.conversation_id])
         return format_html(
-            '<a href="{}">{}</a> <span class="quiet">{}</span>',
+            '<a href="{}" title="Conversation {}">{}</a>',
             url,
-            _short(run.conversation_id),
-            truncatechars(run.conversation.ad.title, 28),
+            run.conversation_id,
+            truncatechars(run.conversation.ad.title, 24),
         )
+
+    @admin.display(description="Provider / model", ordering="provider")
+    def provider_model(self, run: Run):
+        if not run.provider:
+            return "-"
+        return format_html('{}<br><span class="quiet">{}</span>', run.provider, run.model)
 
     @admin.display(description="Status", ordering="status")
     def status_badge(self, run: Run):
@@ -333,7 +338,7 @@ class RunAdmin(SearchByIdMixin, admin.ModelAdmin):
     def duration(self, run: Run) -> str:
         return _took(run.took)
 
-    @admin.display(description="Tokens (prompt / completion)", ordering="prompt_tokens")
+    @admin.display(description="Tokens in / out", ordering="prompt_tokens")
     def tokens(self, run: Run) -> str:
         return _tokens(run.prompt_tokens, run.completion_tokens)
 

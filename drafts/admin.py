@@ -44,6 +44,26 @@ class AdAdmin(SearchByIdMixin, admin.ModelAdmin):
     list_select_related = ["owner"]
     raw_id_fields = ["owner"]
     readonly_fields = ["id", "created_at", "updated_at"]
+    fieldsets = [
+        (
+            "Brief",
+            {
+                "fields": [
+                    "title",
+                    "client",
+                    "audience",
+                    "duration_s",
+                    "market",
+                    "language",
+                    "context",
+                ]
+            },
+        ),
+        (
+            "Record",
+            {"fields": ["owner", "id", "created_at", "updated_at"], "classes": ["collapse"]},
+        ),
+    ]
     change_form_template = "admin/drafts/ad/change_form.html"
     Media = ReviewMedia
 
