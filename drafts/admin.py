@@ -244,7 +244,7 @@ class DraftAdmin(SearchByIdMixin, admin.ModelAdmin):
 
 
 @admin.register(Activation)
-class ActivationAdmin(admin.ModelAdmin):
+class ActivationAdmin(SearchByIdMixin, admin.ModelAdmin):
     """The activation log: written by activations only, never edited or deleted."""
 
     list_display = ["created_at", "ad", "activated", "replaced_version", "user", "source"]

@@ -250,3 +250,21 @@ def test_staff_cannot_delete_a_draft(client, staff_user, ad):
     assert page.status_code == 403
     assert bulk.status_code in (200, 302)  # the action is not offered: nothing happens
     assert Draft.objects.filter(pk=draft.pk).exists()
+
+
+def test_every_list_finds_a_row_by_its_id(admin_client, objects):
+    """A voice by the number drafts call its ``voiceId``; conversations and runs by their
+    UUID (their lists' own tests cover short ids)."""
+    voice = objects["voices_voice"]
+    other = Voice.objects.create(
+        provider="elevenlabs", provider_voice_id="v2", name="Araya", language="th", gender="female"
+    )
+    voices = admin_client.get(reverse("admin:voices_voice_changelist"), {"q": str(other.pk)})
+    too_big = admin_client.get(reverse("admin:voices_voice_changelist"), {"q": "9" * 30})
+    run = objects["conversations_run"]
+    runs = admin_client.get(reverse("admin:conversations_run_changelist"), {"q": str(run.pk)})
+
+    assert ">Araya<" in voices.content.decode() and ">Somchai<" not in voices.content.decode()
+    assert too_big.status_code == 200 and "0 voices" in too_big.content.decode()
+    assert str(run.pk)[:8] in runs.content.decode() and "1 run" in runs.content.decode()
+    assert voice.pk != other.pk

@@ -6,11 +6,12 @@ from django.contrib import admin, messages
 from django.utils import timezone
 
 from adstudio.admin_json import pretty_json
+from adstudio.admin_search import SearchByIdMixin
 from voices.models import Voice
 
 
 @admin.register(Voice)
-class VoiceAdmin(admin.ModelAdmin):
+class VoiceAdmin(SearchByIdMixin, admin.ModelAdmin):
     list_display = [
         "name",
         "language",
@@ -23,7 +24,7 @@ class VoiceAdmin(admin.ModelAdmin):
         "active",
     ]
     list_filter = ["language", "gender", "provider", "approved", "active"]
-    search_fields = ["name", "description", "provider_voice_id"]
+    search_fields = ["name", "description", "provider_voice_id"]  # and the id (voiceId)
     readonly_fields = ["metadata_pretty", "created_at", "updated_at"]
     exclude = ["metadata"]
     actions = ["approve", "unapprove"]
