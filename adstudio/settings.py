@@ -55,6 +55,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # /healthz and /readyz, answered before host checks, HTTPS redirects and sessions.
+    "adstudio.health.HealthCheckMiddleware",
     "django.middleware.security.SecurityMiddleware",
     # Static files (the admin's, Swagger UI's) answered before any other work.
     "whitenoise.middleware.WhiteNoiseMiddleware",

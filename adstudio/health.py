@@ -1,0 +1,120 @@
+"""Liveness and readiness for load balancers and orchestrators.
+
+``GET /healthz``: the process answers (no I/O). ``GET /readyz``: it can serve, i.e. the
+database answers with every migration applied and the broker answers; otherwise 503,
+naming what is down. A middleware ahead of every other answers both, so no host check,
+HTTPS redirect, session, authentication or throttling applies to a probe (orchestrators
+probe the pod's address over plain HTTP, every few seconds).
+
+The body names the component and the reason in general terms only: it is public. The
+details (addresses, driver messages) go to the log.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from collections.abc import Callable
+
+import redis
+from django.conf import settings
+from django.db import connections
+from django.db.migrations.loader import MigrationLoader
+from django.http import HttpRequest, HttpResponse, JsonResponse
+
+logger = logging.getLogger(__name__)
+
+HEALTH_PATH = "/healthz"
+READY_PATH = "/readyz"
+# Seconds one check may wait: a probe answers within its orchestrator's timeout, and a
+# database that takes longer than this to hand out a connection is not ready to serve.
+CHECK_TIMEOUT = 2.0
+MIGRATIONS_NAMED = 5  # pending migrations listed by name in the answer
+
+
+class HealthCheckMiddleware:
+    """Answers the two probe paths before any other middleware runs."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        if request.path_info in (HEALTH_PATH, READY_PATH):
+            if request.method not in ("GET", "HEAD"):
+                response = JsonResponse({"detail": "Use GET."}, status=405)
+                response["Allow"] = "GET, HEAD"
+                return response
+            if request.path_info == HEALTH_PATH:
+                return _no_store(JsonResponse({"status": "ok"}))
+            return _no_store(readiness_response())
+        return self.get_response(request)
+
+
+def readiness_response() -> JsonResponse:
+    checks = {"database": check_database(), "broker": check_broker()}
+    down = {name: problem for name, problem in checks.items() if problem}
+    body = {
+        "status": "unavailable" if down else "ok",
+        "checks": {name: problem or "ok" for name, problem in checks.items()},
+    }
+    return JsonResponse(body, status=503 if down else 200)
+
+
+def check_database() -> str | None:
+    """None when the database answers and holds every migration on disk; else what is
+    wrong. Borrows from the connection pool when there is one (what requests use), with
+    a bounded wait."""
+    connection = connections["default"]
+    query = "SELECT app, name FROM django_migrations"
+    try:
+        pool = connection.pool if connection.vendor == "postgresql" else None
+        if pool is not None:
+            pool.open()  # as Django does on first use; a no-op once open
+            with pool.connection(timeout=CHECK_TIMEOUT) as conn:
+                applied = set(conn.execute(query).fetchall())
+        else:
+            with connection.cursor() as cursor:
+                cursor.execute(query)
+                applied = set(cursor.fetchall())
+    except Exception as exc:  # any failure to answer means not ready, whatever the driver
+        logger.warning("readiness: database unreachable: %s: %s", type(exc).__name__, exc)
+        return "unreachable"
+    pending = sorted(expected_migrations() - applied)
+    if not pending:
+        return None
+    named = ", ".join(f"{app}.{name}" for app, name in pending[:MIGRATIONS_NAMED])
+    more = f" and {len(pending) - MIGRATIONS_NAMED} more" if len(pending) > MIGRATIONS_NAMED else ""
+    return f"{len(pending)} migration(s) not applied: {named}{more}"
+
+
+@functools.cache
+def expected_migrations() -> frozenset[tuple[str, str]]:
+    """The latest migration of each app as this code has them on disk (read once per
+    process: the code does not change under a running process)."""
+    return frozenset(MigrationLoader(None, ignore_no_migrations=True).graph.leaf_nodes())
+
+
+def check_broker() -> str | None:
+    """None when the Celery broker answers a PING (or tasks run in-process); else what
+    is wrong."""
+    if settings.CELERY_TASK_ALWAYS_EAGER:
+        return None
+    try:
+        _broker_client(settings.CELERY_BROKER_URL).ping()
+    except redis.RedisError as exc:
+        logger.warning("readiness: broker unreachable: %s: %s", type(exc).__name__, exc)
+        return "unreachable"
+    return None
+
+
+@functools.cache
+def _broker_client(url: str) -> redis.Redis:
+    """One client per process (its own small connection pool), with short timeouts."""
+    return redis.Redis.from_url(
+        url, socket_connect_timeout=CHECK_TIMEOUT, socket_timeout=CHECK_TIMEOUT
+    )
+
+
+def _no_store(response: HttpResponse) -> HttpResponse:
+    response["Cache-Control"] = "no-store"
+    return response
