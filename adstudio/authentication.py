@@ -10,6 +10,8 @@ from django.utils.translation import gettext_lazy as _
 from rest_framework import authentication, exceptions
 from rest_framework.authtoken.models import Token
 
+from adstudio.log_context import bind
+
 
 @cache
 def _user_by_token_sql() -> str:
@@ -40,4 +42,5 @@ class TokenAuthentication(authentication.TokenAuthentication):
         user = users[0]
         if not user.is_active:
             raise exceptions.AuthenticationFailed(_("User inactive or deleted."))
+        bind(user_id=user.pk)  # on the request's log lines from here on
         return user, Token(key=key, user=user, created=user.token_created)

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import logging.config
 import os
 
 from celery import Celery
+from celery.signals import setup_logging
 from kombu.transport import TRANSPORT_ALIASES
 
 # redis:// and rediss:// brokers go through our subclass of kombu's Redis transport
@@ -16,3 +18,13 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "adstudio.settings")
 app = Celery("adstudio")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
+
+
+@setup_logging.connect
+def _log_as_the_web_does(**kwargs) -> None:
+    """The worker logs through Django's ``LOGGING`` (``LOG_FORMAT``, ``LOG_LEVEL``, the ids
+    of each run on its lines) instead of replacing the root logger's handlers with
+    Celery's own format."""
+    from django.conf import settings
+
+    logging.config.dictConfig(settings.LOGGING)

@@ -8,6 +8,7 @@ Celery tasks executed in-process, and the offline ``demo`` provider. A deploymen
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 from corsheaders.defaults import default_headers as default_cors_headers
@@ -65,6 +66,8 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    # A request id (and a session's user id) on every log line of the request.
+    "adstudio.log_context.RequestLogContextMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
@@ -231,11 +234,32 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {
     "ack_emulation": False,
 }
 
+# Plain text for people, or one JSON object per line for a log collector, with the ids
+# of adstudio/log_context.py (request, user, run, conversation, ad, trace) on each line.
+LOG_FORMAT = env_str("LOG_FORMAT", "plain").lower()
+if LOG_FORMAT not in ("plain", "json"):
+    raise ImproperlyConfigured(f"LOG_FORMAT={LOG_FORMAT!r} is not a log format: use plain or json.")
+if LOG_FORMAT == "json":
+    logging.captureWarnings(True)  # Python's warnings as log lines, not as loose stderr text
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "filters": {"context": {"()": "adstudio.log_context.LogContextFilter"}},
+    "formatters": {
+        "plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"},
+        "json": {
+            "()": "pythonjsonlogger.json.JsonFormatter",
+            "fmt": ["asctime", "levelname", "name", "message"],
+            "rename_fields": {"asctime": "time", "levelname": "level", "name": "logger"},
+        },
+    },
+    "handlers": {
+        "console": {
+            "class": "logging.StreamHandler",
+            "formatter": LOG_FORMAT,
+            "filters": ["context"],
+        }
+    },
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO").upper()},
 }
 

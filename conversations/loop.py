@@ -17,6 +17,7 @@ from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 from django.db import DatabaseError, InterfaceError, OperationalError
 
+from adstudio import log_context
 from adstudio.db import release_connection
 from adstudio.tools import ToolContext
 from conversations import providers, run_log
@@ -230,6 +231,7 @@ def _finished_as(outcome: Answer | Stop) -> dict:
 
 def _load_state(run: Run, heartbeat: Heartbeat, events: EventLog) -> RunState:
     conversation = run.conversation
+    log_context.bind(conversation_id=conversation.pk, ad_id=conversation.ad_id)
     route = providers.route(
         language=conversation.ad.language,
         market=conversation.ad.market,

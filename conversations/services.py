@@ -9,12 +9,14 @@ row that isn't there yet.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 
 from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone
 
+from adstudio.log_context import bind
 from conversations import providers
 from conversations.leases import finish_locked, heartbeat_fresh, run_enqueue
 from conversations.locks import run_lock
@@ -22,6 +24,8 @@ from conversations.models import Conversation, Run, RunStatus, StopCause
 from conversations.prompts import brief_message
 from drafts.models import Ad
 from drafts.services import ad_create, ad_update
+
+logger = logging.getLogger(__name__)
 
 
 def conversation_create(*, ad: Ad, provider: str | None = None) -> Conversation:
@@ -149,6 +153,8 @@ def _run_create(
         idempotency_fingerprint=idempotency_fingerprint,
     )
     run_enqueue(run_id=run.pk)
+    bind(run_id=run.pk, conversation_id=conversation.pk, ad_id=conversation.ad_id)
+    logger.info("run %s queued", run.pk)
     return run
 
 

@@ -9,6 +9,7 @@ import time
 from celery import shared_task
 from celery.signals import worker_init, worker_ready
 
+from adstudio.log_context import log_scope
 from conversations.leases import runs_recover
 from conversations.loop import run_agent
 from conversations.tokens import load_encoding
@@ -18,7 +19,8 @@ logger = logging.getLogger(__name__)
 
 @shared_task(name="conversations.tasks.run_agent")
 def run_agent_task(run_id: str) -> None:
-    run_agent(run_id)
+    with log_scope(run_id=run_id):  # every line of the run carries its id
+        run_agent(run_id)
 
 
 @shared_task(name="conversations.tasks.recover_runs")

@@ -7,9 +7,11 @@ import logging
 
 import pytest
 from django.db import connection
+from django.utils.module_loading import import_string
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
+from adstudio.log_context import LogContextFilter
 from conversations.models import Run
 from conversations.services import start_generation
 from tests.fakes.server import error_turn, turn
@@ -36,6 +38,10 @@ def test_the_key_is_nowhere(fake_openai, settings, make_ad, staff_user, user):
     log = io.StringIO()
     handler = logging.StreamHandler(log)
     handler.setLevel(logging.DEBUG)
+    # As LOG_FORMAT=json writes it: every attribute of a record, with the bound ids.
+    spec = dict(settings.LOGGING["formatters"]["json"])
+    handler.setFormatter(import_string(spec.pop("()"))(**spec))
+    handler.addFilter(LogContextFilter())
     root = logging.getLogger()
     root.addHandler(handler)
     old_level = root.level
@@ -67,6 +73,7 @@ def test_the_key_is_nowhere(fake_openai, settings, make_ad, staff_user, user):
     assert fake_openai.request_headers[0]["authorization"] == f"Bearer {SENTINEL}"
 
     assert SENTINEL not in log.getvalue()
+    assert '"logger": "openai' in log.getvalue()  # the SDK's own debug lines were there
     assert SENTINEL not in database_text()
 
     api = APIClient()

@@ -27,14 +27,18 @@ def database_url() -> str:
     return f"postgres://{db['USER']}{password}@{db['HOST']}:{db['PORT'] or 5432}/{db['NAME']}"
 
 
-def worker_command(*, concurrency: int, loglevel: str, extra: tuple[str, ...] = ()) -> list[str]:
-    """A Celery worker with the thread pool, as README deploys it."""
+def worker_command(
+    *, concurrency: int, loglevel: str, extra: tuple[str, ...] = (), quiet: bool = False
+) -> list[str]:
+    """A Celery worker with the thread pool, as README deploys it; ``quiet``: without the
+    start-up banner, as with JSON logs."""
     return [
         sys.executable,
         "-m",
         "celery",
         "-A",
         "adstudio",
+        *(["--quiet"] if quiet else []),
         "worker",
         "--pool",
         "threads",
@@ -50,9 +54,16 @@ class WorkerProcess:
     """``start()`` a worker and wait until it is ready; ``kill()`` it with SIGKILL."""
 
     def __init__(
-        self, *, log_dir: Path, env: dict[str, str], concurrency: int = 8, name: str = "test"
+        self,
+        *,
+        log_dir: Path,
+        env: dict[str, str],
+        concurrency: int = 8,
+        name: str = "test",
+        quiet: bool = False,
     ) -> None:
         self.name = name
+        self.quiet = quiet
         self.log_dir = log_dir
         self.env = env
         self.concurrency = concurrency
@@ -67,6 +78,7 @@ class WorkerProcess:
         command = worker_command(
             concurrency=self.concurrency,
             loglevel="INFO",
+            quiet=self.quiet,
             extra=(
                 "-n",
                 f"{self.name}{self.starts}@%h",
