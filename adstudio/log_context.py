@@ -25,7 +25,8 @@ REQUEST_ID_HEADER = "X-Request-ID"
 # An id a load balancer or client sent: kept when it is this plain, else one is made.
 _INCOMING_REQUEST_ID = re.compile(r"[A-Za-z0-9._-]{1,64}")
 
-_fields: ContextVar[dict[str, str]] = ContextVar("adstudio_log_fields", default={})  # noqa: B039 - never mutated: replaced
+# None outside any scope: what is bound there would stick to the thread for good.
+_fields: ContextVar[dict[str, str] | None] = ContextVar("adstudio_log_fields", default=None)
 
 
 def _clean(fields: dict[str, object]) -> dict[str, str]:
@@ -38,7 +39,7 @@ def _clean(fields: dict[str, object]) -> dict[str, str]:
 @contextmanager
 def log_scope(**fields: object) -> Iterator[None]:
     """Bind ``fields`` for the block; what is bound inside it ends with it."""
-    token = _fields.set({**_fields.get(), **_clean(fields)})
+    token = _fields.set({**(_fields.get() or {}), **_clean(fields)})
     try:
         yield
     finally:
@@ -46,19 +47,18 @@ def log_scope(**fields: object) -> Iterator[None]:
 
 
 def bind(**fields: object) -> None:
-    """Add ``fields`` for the rest of the enclosing scope (a request, a run's task)."""
-    _fields.set({**_fields.get(), **_clean(fields)})
-
-
-def bound() -> dict[str, str]:
-    return dict(_fields.get())
+    """Add ``fields`` for the rest of the enclosing scope (a request, a run's task); with
+    no scope around (a management command, a shell), nothing."""
+    current = _fields.get()
+    if current is not None:
+        _fields.set({**current, **_clean(fields)})
 
 
 class LogContextFilter(logging.Filter):
     """Copies the bound fields, and the trace id when tracing is on, onto each record."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        for name, value in _fields.get().items():
+        for name, value in (_fields.get() or {}).items():
             if not hasattr(record, name):  # an explicit ``extra=`` wins
                 setattr(record, name, value)
         if otel_trace is not None and not hasattr(record, "trace_id"):

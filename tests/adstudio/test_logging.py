@@ -17,7 +17,7 @@ from django.utils.module_loading import import_string
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
-from adstudio.log_context import LogContextFilter, log_scope
+from adstudio.log_context import LogContextFilter, bind, log_scope
 from conversations.leases import run_enqueue
 from conversations.models import Conversation, Run
 from tests.fakes.server import TEST_API_KEY, call, turn
@@ -50,12 +50,15 @@ def test_a_scope_binds_its_ids_and_unbinds_them(json_lines):
         with log_scope(conversation_id="c1"):
             log.info("nested")
     log.info("outside")
+    bind(run_id="r2")  # no scope around it: bound to nothing, so it cannot leak
+    log.info("unbound")
 
-    inside, nested, outside = json_lines()
+    inside, nested, outside, unbound = json_lines()
     assert (inside["message"], inside["run_id"], inside["level"]) == ("inside", "r1", "INFO")
     assert "conversation_id" not in inside
     assert (nested["run_id"], nested["conversation_id"]) == ("r1", "c1")
     assert "run_id" not in outside and outside["logger"] == "adstudio.test"
+    assert "run_id" not in unbound
     with pytest.raises(ValueError, match="unknown log fields"):
         log_scope(runid="typo").__enter__()
 
