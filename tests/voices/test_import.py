@@ -595,3 +595,31 @@ def test_the_three_formats_of_one_catalogue_import_the_same(tmp_path, file_forma
             assert getattr(voice, name) == source[name], (name, file_format)
         assert voice.use_case == source["use_case"]
         assert voice.description == source["description"]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_import_gives_the_planner_statistics_after_its_first_batch(write_json):
+    """Without them, a first import looks each batch up by provider alone and turns
+    quadratic (docs/BENCHMARKS.md); ANALYZE runs once, inside the import's transaction."""
+    from django.db import connection
+
+    def analyses() -> int:
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT analyze_count FROM pg_stat_user_tables WHERE relname = 'voices_voice'"
+            )
+            return cursor.fetchone()[0]
+
+    rows = [voice_row(provider_voice_id=f"v{i}", name=f"Voice {i}") for i in range(25)]
+    before = analyses()
+    voice_import(path=write_json(rows), batch_size=10)
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_stat_clear_snapshot()")  # read the counters afresh
+    after_first = analyses()
+    voice_import(path=write_json(rows), batch_size=10)  # unchanged: nothing written
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_stat_clear_snapshot()")
+
+    assert Voice.objects.count() == 25
+    assert after_first == before + 1
+    assert analyses() == after_first
