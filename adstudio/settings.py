@@ -36,6 +36,37 @@ DEBUG = env_bool("DEBUG", default=False)
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]"])
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
 
+# --- HTTPS in production (docs/DEPLOYMENT.md) ------------------------------------------
+# Off by default, so that `make run` and the test suite work over plain HTTP; a deployment
+# behind HTTPS turns each one on, and `manage.py check --deploy` names any left off.
+SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", default=False)
+SESSION_COOKIE_SECURE = env_bool("SESSION_COOKIE_SECURE", default=False)
+CSRF_COOKIE_SECURE = env_bool("CSRF_COOKIE_SECURE", default=False)
+SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 0, minimum=0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", default=False)
+SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", default=False)
+
+
+def _proxy_ssl_header(name: str) -> tuple[str, str] | None:
+    """``X-Forwarded-Proto=https``: the header a TLS-terminating proxy sets and its value on
+    HTTPS requests, as Django reads it (``HTTP_X_FORWARDED_PROTO``). Unset: none trusted."""
+    raw = env_str(name)
+    if not raw:
+        return None
+    header, sep, value = (part.strip() for part in raw.partition("="))
+    if not (sep and value and header.replace("-", "").isalnum() and header.isascii()):
+        raise ImproperlyConfigured(
+            f"{name}={raw!r} is not HEADER=VALUE: expected the name of the header the proxy "
+            "sets (letters, digits, hyphens) and its value on HTTPS requests, such as "
+            "X-Forwarded-Proto=https."
+        )
+    return f"HTTP_{header.upper().replace('-', '_')}", value
+
+
+# Trusted from any client: only behind a proxy that sets or overwrites the header on every
+# request, with the web processes reachable through it alone.
+SECURE_PROXY_SSL_HEADER = _proxy_ssl_header("SECURE_PROXY_SSL_HEADER")
+
 INSTALLED_APPS = [
     "django.contrib.admin",
     "django.contrib.auth",
