@@ -69,16 +69,37 @@ def setup_django(url: str) -> None:
         cursor.execute("VACUUM ANALYZE")
 
 
+# Set in every Redis database a benchmark empties: one without it, if not empty, holds
+# someone else's keys (a test run's, a developer's broker) and is never flushed.
+BENCH_MARKER = "adstudio:benchmark-owned"
+
+
+def claim_redis(url: str) -> None:
+    """Empty the Redis database at ``url`` for a benchmark, if it is empty or an earlier
+    benchmark marked it; else stop, naming it. A benchmark never flushes what it did not
+    create."""
+    import redis
+
+    client = redis.Redis.from_url(url)
+    if client.dbsize() and not client.exists(BENCH_MARKER):
+        sys.exit(
+            f"{url} holds {client.dbsize()} keys that no benchmark wrote; choose an empty "
+            "Redis database (--broker-url, --cache-url or the environment variable the "
+            "benchmark's help names)."
+        )
+    client.flushdb()
+    client.set(BENCH_MARKER, "1")
+
+
 def empty_work_queue(broker_url: str) -> None:
     """Start with no work pending: the broker's queue emptied and the runs an interrupted
     earlier invocation left queued or running ended. A worker's start-up recovery sweep
     would otherwise take them up again and measure them along with this invocation's."""
-    import redis
     from django.utils import timezone
 
     from conversations.models import Run
 
-    redis.Redis.from_url(broker_url).flushdb()
+    claim_redis(broker_url)
     leftover = Run.objects.filter(status__in=["queued", "running"]).update(
         status="failed",
         finished_at=timezone.now(),

@@ -5,8 +5,10 @@
         [--think S] [--flood] [--warmup S]
 
 Starts the app under gunicorn (gthread) and a Celery worker (threads) answering with the
-offline demo director, on a benchmark database, Redis DB 14 (the broker) and 12 (the
-throttle's cache), as README deploys them. Each client, as the web client does, posts a
+offline demo director, on a benchmark database and two Redis databases of its own, the
+broker and the throttle's cache (``--broker-url``, ``--cache-url``; by default DBs 14 and
+13; each is emptied first, and refused if it holds keys no benchmark wrote), as README
+deploys them. Each client, as the web client does, posts a
 chat message to its own ad (the enqueue), follows the run's events (long polling) until
 the run has finished, reads the run back and posts the next message, at once or after
 ``--think`` seconds. With ``--flood`` a client posts again as soon as it has read the run
@@ -38,6 +40,7 @@ import httpx
 from benchmarks._bench_db import (
     CpuSteal,
     bench_database_url,
+    claim_redis,
     create_database,
     empty_work_queue,
     free_port,
@@ -51,8 +54,9 @@ from benchmarks._bench_db import (
 )
 from tests.support.worker import worker_command
 
-BROKER = "redis://127.0.0.1:6379/14"
-CACHE = "redis://127.0.0.1:6379/12"  # the throttle's counts, shared by the web processes
+BROKER = os.environ.get("ADSTUDIO_BENCH_BROKER_URL", "redis://127.0.0.1:6379/14")
+# The throttle's counts, shared by the web processes.
+CACHE = os.environ.get("ADSTUDIO_BENCH_CACHE_URL", "redis://127.0.0.1:6379/13")
 
 
 def wait_http(url: str, timeout: float = 30) -> None:
@@ -210,7 +214,15 @@ def main() -> None:
         default=0,
         help="niceness of the Celery worker: above 0, the web gets the CPU first",
     )
+    parser.add_argument(
+        "--broker-url", default=BROKER, help="an empty Redis database (ADSTUDIO_BENCH_BROKER_URL)"
+    )
+    parser.add_argument(
+        "--cache-url", default=CACHE, help="an empty Redis database (ADSTUDIO_BENCH_CACHE_URL)"
+    )
     args = parser.parse_args()
+    if args.broker_url == args.cache_url:
+        sys.exit("--broker-url and --cache-url must be different Redis databases.")
     url = bench_database_url()
     create_database(url)
     setup_django(url)
@@ -236,14 +248,15 @@ def main() -> None:
             duration_s=30,
         )
         pairs.append((token.key, str(ad.pk)))
-    empty_work_queue(BROKER)
+    empty_work_queue(args.broker_url)
+    claim_redis(args.cache_url)
 
     port = free_port()
     env = {
         **os.environ,
         "DATABASE_URL": url,
-        "CELERY_BROKER_URL": BROKER,
-        "CACHE_URL": CACHE,
+        "CELERY_BROKER_URL": args.broker_url,
+        "CACHE_URL": args.cache_url,
         "ADSTUDIO_RUN_RATE": "1000000/minute",
         "LOG_LEVEL": "WARNING",
         "ALLOWED_HOSTS": "127.0.0.1,localhost",

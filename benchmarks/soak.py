@@ -3,15 +3,16 @@
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/adstudio \\
         .venv/bin/python -m benchmarks.soak [--duration 600] [--clients 20]
 
-Starts, on loopback only: the app under gunicorn (gthread), a Celery worker (thread pool)
-on Redis DB 11 (flushed first; also the throttling cache) and the fake OpenAI-compatible
-provider playing a creative director, 0.5-2 s per call, with 2% 429 (Retry-After) and 1%
-500 replies. Each client repeats a web user's story until ``--duration`` is up: create an
-ad, generate, three chat turns, following every run through its events
-(``GET /api/runs/{id}/events?after=&wait=``), activate the newest voice draft, read the
-conversation. Prints completed stories, p50/p95 per story and per run, errors by kind and
-the RSS of the web and worker processes (growth over 20% is flagged); once the runs have
-drained it audits the database: every run ended, every conversation is well formed,
+Starts, on loopback only: the app under gunicorn (gthread), a Celery worker (thread
+pool) on Redis DB 11 (emptied first, refused if it holds keys no benchmark wrote; also
+the throttling cache) and the fake OpenAI-compatible provider playing a creative
+director, 0.5-2 s per call, with 2% 429 (Retry-After) and 1% 500 replies. Each client
+repeats a web user's story until ``--duration`` is up: create an ad, generate, three
+chat turns, following every run through its events (``GET
+/api/runs/{id}/events?after=&wait=``), activate the newest voice draft, read the
+conversation. Prints completed stories, p50/p95 per story and per run, errors by kind
+and the RSS of the web and worker processes (growth over 20% is flagged); once the runs
+have drained it audits the database: every run ended, every conversation is well formed,
 every draft version exists once. Exits 1 when a check fails. Results and the processes'
 logs go to benchmarks/results/.
 """
