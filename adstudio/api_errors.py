@@ -16,6 +16,7 @@ from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
+from adstudio import observability
 from adstudio.parsers import PayloadTooLarge
 
 
@@ -57,6 +58,8 @@ def api_exception_handler(exc: Exception, context: dict) -> Response | None:
     response = drf_exception_handler(exc, context)
     if response is None:
         return None
+    if isinstance(exc, exceptions.Throttled):  # every throttled API request ends here
+        observability.request_throttled(getattr(context.get("view"), "throttle_scope", ""))
     if isinstance(exc, exceptions.ValidationError):
         fields = _flatten(exc.detail)
         first = next(iter(fields.items()), ("", ["Invalid input."]))

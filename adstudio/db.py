@@ -1,9 +1,10 @@
 """Database helpers shared by the apps: handing a connection back before a long wait,
-writing a step's rows in one statement, and the pieces of plain SQL (names, parameters,
-rows read back as model instances)."""
+writing a step's rows in one statement (only while a row still says the writer may), and
+the pieces of plain SQL (names, parameters, rows read back as model instances)."""
 
 from __future__ import annotations
 
+import re
 import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -55,6 +56,21 @@ class Add:
     amount: int | Decimal
 
 
+@dataclass(frozen=True)
+class Fence:
+    """The condition a ``Batch`` is written under: ``model``'s row ``pk`` holds ``values``
+    (by field name), e.g. a run still held under its worker's claim token.
+
+    The batch's own statement checks it and takes the row's key-share lock, so the check
+    and the writes are atomic: a writer that changes the row under ``FOR UPDATE`` (a
+    claim) either waits until the batch is committed or is seen by it, and then nothing
+    of the batch is written."""
+
+    model: type[Model]
+    pk: Any
+    values: dict[str, Any]
+
+
 class Batch:
     """Inserts and updates collected during a step and written together.
 
@@ -68,9 +84,13 @@ class Batch:
 
     Its commit waits for the disk, as every commit of this project does: a write the
     database acknowledged survives a crash of the database (docs/RELIABILITY.md).
+
+    With a ``fence``, the batch is written only while the fence's row holds its values,
+    checked by the same statement; ``write()`` says whether it was.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *, fence: Fence | None = None) -> None:
+        self.fence = fence
         self._rows: dict[type[Model], list[Model]] = {}
         self._updates: list[tuple[str, list]] = []
         self._updated: set[tuple[type[Model], Any]] = set()
@@ -113,22 +133,64 @@ class Batch:
             )
         )
 
-    def write(self) -> None:
-        writes = [_insert_sql(model, rows) for model, rows in self._rows.items()]
+    def write(self) -> bool:
+        """Write what is staged and clear it. False when the fence no longer holds: then
+        nothing was written."""
+        fence = self.fence if connection.vendor == "postgresql" else None
+        writes = [
+            _insert_sql(model, rows, fenced=fence is not None) for model, rows in self._rows.items()
+        ]
         writes += self._updates
         self.clear()
         if not writes:
-            return
+            return True
         with connection.cursor() as cursor:
+            if fence is not None:
+                return _write_fenced(cursor, fence, writes)
             if connection.vendor == "postgresql":
                 *first, (last_sql, last_params) = writes
                 ctes = ", ".join(f"w{n} AS ({sql})" for n, (sql, _) in enumerate(first))
                 params = [p for _, ps in first for p in ps] + last_params
                 cursor.execute(f"WITH {ctes} {last_sql}" if first else last_sql, params)
-            else:
-                with transaction.atomic(savepoint=False):
-                    for sql, params in writes:
-                        cursor.execute(sql, params)
+                return True
+            with transaction.atomic(savepoint=False):
+                if self.fence is not None:
+                    sql, params = _fence_sql(self.fence, lock="")
+                    cursor.execute(sql, params)
+                    if cursor.fetchone() is None:
+                        return False
+                for sql, params in writes:
+                    cursor.execute(sql, params)
+            return True
+
+
+def _fence_sql(fence: Fence, *, lock: str = " FOR KEY SHARE") -> tuple[str, list]:
+    """SELECT the fence's row while it holds the fence's values, locked with ``lock``."""
+    opts = fence.model._meta
+    conditions, params = (
+        [f"{quote_name(opts.pk.column)} = %s"],
+        [opts.pk.get_db_prep_value(fence.pk, connection)],
+    )
+    for name, value in fence.values.items():
+        field = opts.get_field(name)
+        conditions.append(f"{quote_name(field.column)} = %s")
+        params.append(field.get_db_prep_save(value, connection))
+    table = quote_name(opts.db_table)
+    return f"SELECT 1 FROM {table} WHERE {' AND '.join(conditions)}{lock}", params
+
+
+def _write_fenced(cursor, fence: Fence, writes: list[tuple[str, list]]) -> bool:
+    """The writes as one statement (PostgreSQL) that checks and locks the fence's row
+    first; each write happens only if the fence holds. Returns whether it held."""
+    fence_sql, params = _fence_sql(fence)
+    ctes = [f"fence AS MATERIALIZED ({fence_sql})"]
+    for n, (sql, write_params) in enumerate(writes):
+        if sql.startswith("UPDATE"):  # its WHERE clause ends the statement
+            sql = f"{sql} AND EXISTS (SELECT 1 FROM fence)"
+        ctes.append(f"w{n} AS ({sql})")
+        params += write_params
+    cursor.execute(f"WITH {', '.join(ctes)} SELECT count(*) FROM fence", params)
+    return cursor.fetchone()[0] > 0
 
 
 def insert_rows(*objs: Model) -> None:
@@ -184,21 +246,33 @@ def from_row(model: type[Model], row: Sequence, start: int = 0) -> tuple[Model, 
 
 
 @cache
-def _insert_template(model: type[Model]) -> tuple[tuple[Field, ...], str, str]:
+def _insert_template(model: type[Model]) -> tuple[tuple[Field, ...], str, str, str]:
     """The columns an INSERT of ``model`` sets (every concrete field but a database-made
-    id), its ``INSERT INTO table (columns) VALUES`` and one row's placeholders."""
+    id), its ``INSERT INTO table (columns)``, one row's placeholders, and the same with
+    each placeholder cast to its column's type (for rows selected from ``VALUES``, whose
+    parameters would otherwise be read as text)."""
     fields = tuple(
         f
         for f in model._meta.concrete_fields
         if not f.generated and not (f.primary_key and isinstance(f, AutoFieldMixin))
     )
     names = ", ".join(quote_name(f.column) for f in fields)
-    insert = f"INSERT INTO {quote_name(model._meta.db_table)} ({names}) VALUES "
-    return fields, insert, f"({', '.join(['%s'] * len(fields))})"
+    insert = f"INSERT INTO {quote_name(model._meta.db_table)} ({names}) "
+    # Character types without their length: a cast would cut a long value, where the
+    # INSERT itself refuses it.
+    casts = [re.sub(r"^varchar\(\d+\)$", "varchar", f.cast_db_type(connection)) for f in fields]
+    return (
+        fields,
+        insert,
+        f"({', '.join(['%s'] * len(fields))})",
+        f"({', '.join(f'%s::{cast}' for cast in casts)})",
+    )
 
 
-def _insert_sql(model: type[Model], rows: list[Model]) -> tuple[str, list]:
-    fields, insert, row = _insert_template(model)
+def _insert_sql(model: type[Model], rows: list[Model], *, fenced: bool = False) -> tuple[str, list]:
+    """The INSERT of ``rows``; ``fenced``: of the rows only if the statement's ``fence``
+    CTE has a row (``_write_fenced``)."""
+    fields, insert, row, cast_row = _insert_template(model)
     params: list = []
     for obj in rows:
         obj._prepare_related_fields_for_save(operation_name="Batch.insert")
@@ -206,4 +280,10 @@ def _insert_sql(model: type[Model], rows: list[Model]) -> tuple[str, list]:
         params += [f.get_db_prep_save(f.pre_save(obj, True), connection) for f in fields]
         obj._state.adding = False
         obj._state.db = connection.alias
-    return insert + ", ".join([row] * len(rows)), params
+    if fenced:
+        values = ", ".join([cast_row] * len(rows))
+        return (
+            f"{insert}SELECT * FROM (VALUES {values}) v WHERE EXISTS (SELECT 1 FROM fence)",
+            params,
+        )
+    return f"{insert}VALUES " + ", ".join([row] * len(rows)), params

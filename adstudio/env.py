@@ -190,6 +190,26 @@ def pool_check(conn) -> None:
         raise
 
 
+def otlp_endpoint(*names: str) -> str:
+    """The first of the variables ``names`` that is set, checked to be an http(s) URL (an
+    OTLP/HTTP collector), or "" when none is."""
+    for name in names:
+        url = env_str(name)
+        if not url:
+            continue
+        try:
+            parts = urlsplit(url)
+        except ValueError:
+            parts = None
+        if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ImproperlyConfigured(
+                f"{name}={_redacted(url)!r} is not an OTLP/HTTP endpoint: expected "
+                "http(s)://HOST:PORT, e.g. http://127.0.0.1:4318."
+            )
+        return url
+    return ""
+
+
 def redis_url(name: str) -> str:
     """A validated Redis URL from ``name``, or "" when unset."""
     url = env_str(name)

@@ -22,6 +22,7 @@ from adstudio.env import (
     env_list,
     env_rate,
     env_str,
+    otlp_endpoint,
     redis_url,
 )
 
@@ -84,6 +85,7 @@ INSTALLED_APPS = [
     "voices",
     "drafts",
     "conversations",
+    "adstudio.observability",  # traces and metrics, when configured (below)
 ]
 
 MIDDLEWARE = [
@@ -294,6 +296,35 @@ LOGGING = {
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO").upper()},
 }
 
+# --- Observability (docs/OBSERVABILITY.md) ----------------------------------------------
+# Traces go to an OTLP/HTTP endpoint when one is set (the standard OTEL_* variables
+# configure the exporter); without one nothing is instrumented.
+OTEL_TRACES_ENDPOINT = otlp_endpoint(
+    "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT"
+)
+ADSTUDIO_TRACING = bool(OTEL_TRACES_ENDPOINT) and not env_bool("OTEL_SDK_DISABLED")
+# Prompts, completions and tool arguments and results in spans: off, as they hold users'
+# briefs and messages.
+ADSTUDIO_TRACE_CONTENT = env_bool("ADSTUDIO_TRACE_CONTENT", default=False)
+# /metrics for a scraper that sends "Authorization: Bearer <token>" (staff sessions too).
+ADSTUDIO_METRICS_TOKEN = env_str("ADSTUDIO_METRICS_TOKEN")
+if ADSTUDIO_METRICS_TOKEN and len(ADSTUDIO_METRICS_TOKEN) < 16:
+    raise ImproperlyConfigured(
+        "ADSTUDIO_METRICS_TOKEN is shorter than 16 characters: use a long random value, "
+        "e.g. python -c 'import secrets; print(secrets.token_urlsafe(32))'."
+    )
+# Where each process of a host keeps its metrics for the others (prometheus-client's
+# multiprocess mode); it must be set before the processes start, and emptied at deploys.
+PROMETHEUS_MULTIPROC_DIR = env_str("PROMETHEUS_MULTIPROC_DIR")
+if PROMETHEUS_MULTIPROC_DIR and not Path(PROMETHEUS_MULTIPROC_DIR).is_dir():
+    raise ImproperlyConfigured(
+        f"PROMETHEUS_MULTIPROC_DIR={PROMETHEUS_MULTIPROC_DIR!r} is not a directory: create "
+        "it (empty) before starting the web and worker processes."
+    )
+ADSTUDIO_METRICS = env_bool(
+    "ADSTUDIO_METRICS", default=bool(ADSTUDIO_METRICS_TOKEN or PROMETHEUS_MULTIPROC_DIR)
+)
+
 # --- Agent runs ------------------------------------------------------------------------
 ADSTUDIO_MAX_ROUNDS = env_int("ADSTUDIO_MAX_ROUNDS", 8, minimum=1)
 ADSTUDIO_MAX_TOOL_FAILURES = env_int("ADSTUDIO_MAX_TOOL_FAILURES", 3, minimum=1)
@@ -307,6 +338,9 @@ ADSTUDIO_HEARTBEAT_INTERVAL = env_float("ADSTUDIO_HEARTBEAT_INTERVAL", 10.0, min
 ADSTUDIO_STEP_SLOTS = env_int("ADSTUDIO_STEP_SLOTS", 2, minimum=0)
 # A running run whose heartbeat is older than this is taken for dead and resumed.
 ADSTUDIO_RUN_STALE_AFTER = env_float("ADSTUDIO_RUN_STALE_AFTER", 120.0, minimum=1.0)
+# Times a run is taken over from a worker that stopped (killed, out of memory, out of touch
+# past the stale limit) before it ends failed with resume_limit; 0: never resumed.
+ADSTUDIO_RUN_MAX_RESUMES = env_int("ADSTUDIO_RUN_MAX_RESUMES", 3, minimum=0)
 # A queued run older than this whose task may have been lost is enqueued again.
 ADSTUDIO_QUEUED_RUN_GRACE = env_float("ADSTUDIO_QUEUED_RUN_GRACE", 60.0, minimum=1.0)
 ADSTUDIO_RECOVERY_INTERVAL = env_float("ADSTUDIO_RECOVERY_INTERVAL", 60.0, minimum=1.0)

@@ -4,6 +4,7 @@ from django.contrib import admin
 from django.urls import include, path
 from drf_spectacular.views import SpectacularSwaggerView
 
+from adstudio.observability.views import metrics_view
 from adstudio.schema import SchemaView
 
 admin.site.site_header = "AdStudio review desk"
@@ -19,6 +20,7 @@ urlpatterns = [
     path("api/", include("voices.urls")),
     path("api/", include("conversations.urls")),
     path("api/", include("drafts.urls")),
+    path("metrics", metrics_view, name="metrics"),  # Prometheus; staff or a bearer token
 ]
 
 handler404 = "adstudio.api_errors.not_found"

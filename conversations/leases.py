@@ -1,7 +1,8 @@
 """The worker's lease on a run: its task enqueued once the run is stored, the run claimed
-with a token (one worker at a time, runs of a conversation in order), finished exactly
-once over a whole history, and the recovery sweep that enqueues runs whose lease was
-lost (a dead worker, a broker outage).
+with a token (one worker at a time, runs of a conversation in order, a bounded number of
+takeovers from workers that stopped), finished exactly once over a whole history, and
+the recovery sweep that enqueues runs whose lease was lost (a dead worker, a broker
+outage), once per lost task.
 """
 
 from __future__ import annotations
@@ -15,9 +16,10 @@ from functools import cache
 
 from django.conf import settings
 from django.db import InterfaceError, OperationalError, connection, transaction
-from django.db.models import Q
+from django.db.models import Case, F, Q, Value, When
 from django.utils import timezone
 
+from adstudio import observability
 from adstudio.db import Add, Batch, column, columns, from_row, prep, quote_name, uuid_param
 from conversations import run_log
 from conversations.locks import run_lock
@@ -84,7 +86,9 @@ _CLAIMED_FIELDS = (
     "error_code",
     "error_message",
     "claims",
+    "resumes",
 )
+RESUME_LIMIT = "resume_limit"
 
 
 def run_claim(*, run_id: uuid.UUID, holder: int | None = None) -> Claim | None:
@@ -100,6 +104,12 @@ def run_claim(*, run_id: uuid.UUID, holder: int | None = None) -> Claim | None:
     The earlier runs are read by the locking statement, so after waiting for the lock it
     may still see as running a run whose finish it waited for. It then leaves the run
     alone, and the finished run starts it: that lookup runs after its finish commits.
+
+    Taking a run over from a worker that stopped counts in ``Run.resumes``; a run already
+    resumed ``ADSTUDIO_RUN_MAX_RESUMES`` times is ended ``failed`` (``resume_limit``)
+    instead, and its conversation's next run starts: a run that kills every worker it
+    runs on must not take them all down in turn for ever. A claim of a queued run (its
+    first, or after staff requeued it) starts the count again.
     """
     now = timezone.now()
     with transaction.atomic():
@@ -118,6 +128,14 @@ def run_claim(*, run_id: uuid.UUID, holder: int | None = None) -> Claim | None:
             return None
         if locked.after_unfinished:
             return None
+        taken_over = run.status == RunStatus.RUNNING and holder is None  # its worker stopped
+        if taken_over and run.resumes >= settings.ADSTUDIO_RUN_MAX_RESUMES:
+            _end_past_resume_limit(run)
+            return None
+        if taken_over:
+            run.resumes += 1
+        elif run.status == RunStatus.QUEUED:
+            run.resumes = 0
         # A run has events from before if it was ever claimed: a stuck one taken over,
         # or a failed or stuck one that staff requeued. Those continue their numbering.
         resumed = run.status == RunStatus.RUNNING or run.started_at is not None
@@ -133,6 +151,35 @@ def run_claim(*, run_id: uuid.UUID, holder: int | None = None) -> Claim | None:
         writes.insert(*events.numbered(run_log.run_started(resumed=resumed)))
         writes.write()
         return Claim(run=run, events=events, cancel_requested=run.cancel_requested, resumed=resumed)
+
+
+def _end_past_resume_limit(run: Run) -> None:
+    """End ``run`` (locked, running, its last worker gone) failed: it has been resumed as
+    often as ``ADSTUDIO_RUN_MAX_RESUMES`` allows."""
+    limit = settings.ADSTUDIO_RUN_MAX_RESUMES
+    attempts = run.resumes + 1
+
+    def times(n: int) -> str:
+        return "once" if n == 1 else f"{n} times"
+
+    logger.error(
+        "run %s: its worker stopped during each of its %d attempts; it ends failed (%s)",
+        run.pk,
+        attempts,
+        RESUME_LIMIT,
+    )
+    finish_locked(
+        run,
+        status=RunStatus.FAILED,
+        cause=StopCause.ERROR,
+        error_code=RESUME_LIMIT,
+        error_message=(
+            f"The run was attempted {times(attempts)} and its worker stopped during each "
+            f"attempt (killed, or out of touch with the database); it was resumed "
+            f"{times(run.resumes)}, the most ADSTUDIO_RUN_MAX_RESUMES={limit} allows, and "
+            "is not resumed again. Staff can requeue it once the cause is found."
+        ),
+    )
 
 
 def run_claim_again(*, run_id: uuid.UUID, holder: int) -> Claim | None:
@@ -179,6 +226,9 @@ def finish_locked(run: Run, **outcome) -> None:
     for name, value in fields.items():
         setattr(run, name, value)
     _start_next_after_commit(run.conversation_id)
+    observability.run_finished(
+        run.pk, status=run.status, error_code=run.error_code, provider=run.provider
+    )
 
 
 def _finished_fields(
@@ -252,11 +302,21 @@ def _start_next_after_commit(conversation_id: uuid.UUID) -> None:
 
 
 def _enqueue_next(*, conversation_id: uuid.UUID) -> None:
-    """Start the conversation's next run, when it is waiting for its turn."""
+    """Start the conversation's next run, when it is waiting for its turn. The same
+    statement that finds it records the send (``Run.enqueued_at``), so the recovery sweep
+    does not send another while this one is pending."""
     with connection.cursor() as cursor:
-        cursor.execute(_next_run_sql(), [uuid_param(conversation_id), *RunStatus.finished()])
+        cursor.execute(
+            _enqueue_next_sql(),
+            [
+                uuid_param(conversation_id),
+                *RunStatus.finished(),
+                prep(Run, "enqueued_at", timezone.now()),
+                RunStatus.QUEUED,
+            ],
+        )
         following = cursor.fetchone()
-    if following is not None and following[1] == RunStatus.QUEUED:
+    if following is not None:
         run_enqueue(run_id=Run._meta.pk.to_python(following[0]))
 
 
@@ -277,6 +337,17 @@ def _next_run_sql() -> str:
     return (
         f"SELECT id, status FROM {quote_name(Run._meta.db_table)} WHERE conversation_id = %s "
         "AND status NOT IN (%s, %s, %s) ORDER BY created_at, id LIMIT 1"
+    )
+
+
+@cache
+def _enqueue_next_sql() -> str:
+    """The conversation's first unfinished run (``_next_run_sql``), stamped as sent and
+    returned if it is queued: its turn has come. Nothing if there is none or it runs."""
+    runs = quote_name(Run._meta.db_table)
+    return (
+        f"WITH n AS ({_next_run_sql()}) UPDATE {runs} SET {column(Run, 'enqueued_at')} = %s "
+        f"FROM n WHERE {runs}.id = n.id AND n.status = %s RETURNING {runs}.id"
     )
 
 
@@ -314,6 +385,7 @@ def run_finish(
         if conversation_id is None:
             return False
         _start_next_after_commit(conversation_id)
+        observability.run_finished(run_id, status=status, error_code=error_code)
         return True
     with transaction.atomic():
         with connection.cursor() as cursor:
@@ -418,25 +490,57 @@ def _finished_event(fields: dict) -> run_log.Event:
 
 
 def runs_recover() -> list[uuid.UUID]:
-    """Enqueue again the runs whose task vanished: running ones with a stale heartbeat
-    (worker killed, deploy) and queued ones waiting longer than the grace period
-    (broker outage). Claiming sorts out order and duplicates."""
+    """Enqueue again the runs whose task may have been lost, and only those: a sweep must
+    not add a message for a run whose last one is still waiting in the queue, or a backlog
+    would grow by itself at every sweep (and a worker coming back after an outage runs
+    the sweeps that piled up one after the other).
+
+    - running, with a stale heartbeat (its worker was killed, or lost the database), and
+      not sent again since its last heartbeat, or that long ago (that task was lost too);
+    - queued, its last task sent more than ``ADSTUDIO_QUEUED_RUN_GRACE`` ago (lost with a
+      broker restart, or with a killed worker that had taken it), or never sent (the
+      broker was down: ``enqueue_failed``).
+
+    Each run found is stamped as sent (``Run.enqueued_at``) in the sweep's transaction;
+    a sweep running at the same time skips the runs this one has locked. Claiming sorts
+    out order and duplicates."""
     now = timezone.now()
     stale = now - timedelta(seconds=settings.ADSTUDIO_RUN_STALE_AFTER)
     waiting = now - timedelta(seconds=settings.ADSTUDIO_QUEUED_RUN_GRACE)
-    run_ids = list(
-        Run.objects.filter(
-            Q(status=RunStatus.RUNNING, heartbeat_at__lt=stale)
-            | Q(status=RunStatus.RUNNING, heartbeat_at__isnull=True)
-            | Q(status=RunStatus.QUEUED, created_at__lt=waiting)
-            | Q(status=RunStatus.QUEUED, error_code=ENQUEUE_FAILED)
+    dead_worker = (
+        Q(status=RunStatus.RUNNING)
+        & (Q(heartbeat_at__isnull=True) | Q(heartbeat_at__lt=stale))
+        & (
+            Q(enqueued_at__isnull=True)
+            | Q(enqueued_at__lt=F("heartbeat_at"))
+            | Q(enqueued_at__lt=stale)
         )
-        .order_by("created_at")
-        .values_list("pk", flat=True)
     )
-    for run_id in run_ids:
-        with transaction.atomic():
-            run_enqueue(run_id=run_id)
+    task_lost = Q(status=RunStatus.QUEUED) & (
+        Q(error_code=ENQUEUE_FAILED)
+        | Q(enqueued_at__lt=waiting)
+        | Q(enqueued_at__isnull=True, created_at__lt=waiting)
+    )
+    with transaction.atomic():
+        run_ids = list(
+            Run.objects.filter(dead_worker | task_lost)
+            .select_for_update(skip_locked=True)
+            .order_by("created_at", "pk")
+            .values_list("pk", flat=True)
+        )
+        failed_send = Q(error_code=ENQUEUE_FAILED)
+        Run.objects.filter(pk__in=run_ids).update(
+            enqueued_at=now,
+            # Sent now; a send that fails again marks it again (run_enqueue).
+            error_code=Case(When(failed_send, then=Value("")), default=F("error_code")),
+            error_message=Case(
+                When(failed_send, then=Value("")),
+                default=F("error_message"),
+                output_field=Run._meta.get_field("error_message"),
+            ),
+        )
+        for run_id in run_ids:
+            run_enqueue(run_id=run_id)  # sent in this order once the stamps are committed
     if run_ids:
         logger.info("recovery re-enqueued %d run(s)", len(run_ids))
     return run_ids

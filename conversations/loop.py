@@ -11,13 +11,14 @@ import logging
 import time
 import uuid
 from collections import Counter
+from contextlib import suppress
 from dataclasses import dataclass, field
 
 from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 from django.db import DatabaseError, InterfaceError, OperationalError
 
-from adstudio import log_context
+from adstudio import log_context, observability
 from adstudio.db import release_connection
 from adstudio.tools import ToolContext
 from conversations import providers, run_log
@@ -51,7 +52,7 @@ from conversations.providers import (
     ToolResultMessage,
     UserMessage,
 )
-from conversations.run_log import EventLog, RunLog, TextEvents
+from conversations.run_log import ClaimLost, EventLog, RunLog, TextEvents
 from conversations.step_gate import step_gate
 from conversations.summary import summarise_if_needed
 from conversations.tools import ToolOutcome, execute_tool_call, tool_specs
@@ -136,6 +137,7 @@ class _ResumeFromDatabase(Exception):
 # --- A run, from its claim to its finish ------------------------------------------------
 
 
+@observability.traced_run
 def run_agent(run_id: uuid.UUID | str) -> None:
     """Execute (or resume) the run; safe to call twice: a second call finds nothing to do.
 
@@ -175,10 +177,14 @@ def _execute(claim: Claim, *, give_up: bool) -> None:
     try:
         with heartbeat:
             state = _load_state(run, heartbeat, claim.events)
+            observability.run_started(run, provider=state.route[0].name, resumed=claim.resumed)
             if claim.resumed:
                 state.log.interrupted_call(route=state.route, messages=state.messages)
             state.deadline = deadline
             outcome = _drive(state)
+    except ClaimLost:  # a write found the run claimed by another worker: it is its now
+        logger.warning("run %s was taken over by another worker; this one stops", run.pk)
+        return
     except (OperationalError, InterfaceError) as exc:
         raise _ResumeFromDatabase(f"its database connection was lost ({exc})") from exc
     except providers.ProviderUnavailable as exc:
@@ -432,7 +438,11 @@ def _run_tools(state: RunState, step: RunTools) -> None:
             state.log.event(*events)
             if is_last:  # decided now, so its event is written with this result
                 state.planned = _plan_next(state)
-            state.log.write()
+            # A lost claim (nothing of the call written) is not raised here, where the
+            # executor would take it for the tool's failure: the loop stops after the
+            # call instead (state.log.lost).
+            with suppress(ClaimLost):
+                state.log.write()
 
         if state.failures[call.name] >= settings.ADSTUDIO_MAX_TOOL_FAILURES:
             outcome = ToolOutcome(
@@ -446,5 +456,7 @@ def _run_tools(state: RunState, step: RunTools) -> None:
             record(outcome)
         else:
             outcome = execute_tool_call(call, ctx, record=record)
+        if state.log.lost:
+            raise ClaimLost(f"run {state.run.pk} was claimed by another worker")
         if outcome.is_error:
             state.failures[call.name] += 1

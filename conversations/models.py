@@ -116,6 +116,25 @@ class Run(models.Model):
         help_text="How many times a worker has taken the run; the holder's token: a worker "
         "whose run was taken over finds a higher number and stops.",
     )
+    resumes = models.PositiveSmallIntegerField(
+        default=0,
+        help_text="Times the run was taken over from a worker that stopped (killed, or out "
+        "of touch past the stale limit) since it was last queued; past "
+        "ADSTUDIO_RUN_MAX_RESUMES it ends failed.",
+    )
+    enqueued_at = models.DateTimeField(
+        null=True,
+        blank=True,
+        help_text="When its task was last sent again (its turn came, or the recovery sweep); "
+        "empty: sent only when the run was stored. The sweep sends a task again only when "
+        "the last one may have been lost.",
+    )
+    trace_context = models.CharField(
+        max_length=55,
+        blank=True,
+        help_text="W3C traceparent of the run's first traced attempt, which the attempts "
+        "that resume it link to (set only while tracing is on).",
+    )
     heartbeat_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)

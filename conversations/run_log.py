@@ -2,7 +2,9 @@
 builder per event type), the streamed text as events, and what each step writes (its
 messages, model calls, counters and events, as one statement per step).
 
-The loop (``conversations.loop``) decides what happens; this module writes it down.
+The loop (``conversations.loop``) decides what happens; this module writes it down, and
+only while the worker still holds the run: every write checks the worker's claim token in
+its own statement (``holder_fence``).
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from adstudio.db import Batch, insert_rows
+from adstudio.db import Batch, Fence, insert_rows
 from adstudio.storable import without_nul
 from adstudio.tools import WrittenDraft
 from conversations import providers
@@ -23,6 +25,7 @@ from conversations.models import (
     Run,
     RunEvent,
     RunEventType,
+    RunStatus,
 )
 from conversations.models import Message as MessageRow
 from conversations.pricing import usage_cost
@@ -52,6 +55,19 @@ _RUN_COUNTERS = (
 )
 
 Event = tuple[RunEventType, dict[str, Any]]
+
+
+class ClaimLost(Exception):
+    """Another worker has claimed the run since this one did (``Run.claims`` moved on): the
+    step was not written, and the run is the other worker's to go on with and finish."""
+
+
+def holder_fence(run: Run) -> Fence:
+    """The condition of every write of a run's worker: the run is running under the claim
+    token the worker took it with (``run.claims``). Checked in the write's own statement,
+    so a worker whose run was taken over writes nothing more of it, even in the moment
+    between another worker's claim and its own next heartbeat."""
+    return Fence(Run, run.pk, {"claims": run.claims, "status": RunStatus.RUNNING})
 
 
 # --- Events: one builder per type -----------------------------------------------------
@@ -118,17 +134,27 @@ class EventLog:
 
     Only the worker holding the run writes its events, so the next number is read once
     (or known, for a new run) and then counted locally; the unique (run, seq) constraint
-    is the backstop.
+    is the backstop, and ``append`` writes nothing once another worker has claimed the run.
     """
 
     def __init__(self, run: Run, *, next_seq: int | None = None) -> None:
         self.run = run
         self._next = next_seq
+        self.lost = False  # another worker has claimed the run: nothing more is written
 
     def append(self, *events: Event) -> list[RunEvent]:
-        """Write ``events`` now."""
+        """Write ``events`` now, while this worker holds the run (``holder_fence``); once it
+        does not, nothing is written (``lost``): streamed text is no reason to stop a step
+        whose own write will find out."""
         rows = self.numbered(*events)
-        return RunEvent.objects.bulk_create(rows) if rows else []
+        if not rows or self.lost:
+            return []
+        batch = Batch(fence=holder_fence(self.run))
+        batch.insert(*rows)
+        if not batch.write():
+            self.lost = True
+            return []
+        return rows
 
     def numbered(self, *events: Event) -> list[RunEvent]:
         """The next rows of the log, for the caller to write (with other rows of a step)."""
@@ -190,7 +216,8 @@ class TextEvents:
 @dataclass
 class RunLog:
     """The stored side of a run: the history as loaded and appended to, and the current
-    step's writes, staged and written as one statement (and one commit) per step."""
+    step's writes, staged and written as one statement (and one commit) per step, each
+    only while the worker holds the run (``holder_fence``)."""
 
     run: Run
     conversation: Conversation
@@ -200,6 +227,10 @@ class RunLog:
     next_seq: int
     events: EventLog
     batch: Batch = field(default_factory=Batch)
+    lost: bool = False  # a write found the run claimed by another worker
+
+    def __post_init__(self) -> None:
+        self.batch.fence = holder_fence(self.run)
 
     def append(self, message: Message, *, extra: dict | None = None) -> MessageRow:
         """Stage ``message`` as the conversation's next row."""
@@ -220,7 +251,11 @@ class RunLog:
         self.batch.insert(*self.events.numbered(*events))
 
     def write(self) -> None:
-        self.batch.write()
+        """Write the staged step. Raises ``ClaimLost`` when another worker has claimed the
+        run: then nothing of the step was written."""
+        if not self.batch.write():
+            self.lost = True
+            raise ClaimLost(f"run {self.run.pk} was claimed by another worker")
 
     def count_usage(self, response: ModelResponse) -> None:
         """Stage what a model call cost, added to the run's counters. Adapters estimate the
@@ -267,7 +302,7 @@ class RunLog:
         run.prompt_tokens += usage.prompt_tokens
         run.cost += usage_cost(model=binding.model, usage=usage)
         run.cost_exact = False
-        writes = Batch()
+        writes = Batch(fence=holder_fence(run))
         writes.insert(
             ModelCall(
                 run=run,
@@ -284,7 +319,9 @@ class RunLog:
             )
         )
         writes.update(Run, run.pk, prompt_tokens=run.prompt_tokens, cost=run.cost, cost_exact=False)
-        writes.write()
+        if not writes.write():
+            self.lost = True
+            raise ClaimLost(f"run {run.pk} was claimed by another worker")
 
 
 def _prompt_tokens(messages: list[Message]) -> int:

@@ -247,6 +247,7 @@ def run_requeue(*, run: Run) -> bool:
         run.stop_cause = ""
         run.error_code = ""
         run.error_message = ""
+        run.enqueued_at = timezone.now()  # sent now: the recovery sweep waits before resending
         run.save(
             update_fields=[
                 "status",
@@ -255,6 +256,7 @@ def run_requeue(*, run: Run) -> bool:
                 "stop_cause",
                 "error_code",
                 "error_message",
+                "enqueued_at",
             ]
         )
         run_enqueue(run_id=run.pk)

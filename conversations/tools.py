@@ -18,6 +18,7 @@ from typing import Any
 from django.db import InterfaceError, OperationalError, transaction
 from pydantic import BaseModel, ValidationError
 
+from adstudio import observability
 from adstudio.tools import Tool, ToolContext, ToolError, ToolResult, WrittenDraft
 from conversations.providers import ToolCall, ToolSpec
 from drafts.tools import CREATE_MUSIC_DRAFT, CREATE_SFX_DRAFT, CREATE_VOICE_DRAFT, GET_CURRENT_STATE
@@ -102,6 +103,7 @@ def _discard_staged(ctx: ToolContext) -> None:
         ctx.batch.clear()
 
 
+@observability.traced_tool_call(_BY_NAME)
 def execute_tool_call(
     call: ToolCall,
     ctx: ToolContext,

@@ -16,6 +16,7 @@ from django.conf import settings
 pytest_plugins = [
     "tests.fakes.fixtures",  # fake_openai, fake_providers
     "tests.support.fixtures",  # broker, worker
+    "tests.support.observability",  # tracing_on, collector, metrics_on
 ]
 _LOOPBACK_NAMES = {"localhost", "localhost.localdomain"}
 

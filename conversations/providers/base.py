@@ -150,6 +150,7 @@ class ModelResponse:
     model: str
     request_id: str = ""
     latency_ms: int = 0
+    response_id: str = ""  # the provider's id of the completion itself (chatcmpl-..., msg_...)
 
 
 TextCallback = Callable[[str], None]

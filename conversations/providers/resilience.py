@@ -10,6 +10,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from adstudio import observability
 from conversations.providers.base import (
     BadRequest,
     ChatProvider,
@@ -70,7 +71,9 @@ def generate(
             attempt += 1
             started = time.monotonic()
             try:
-                response = binding.provider.generate(bound, on_text=on_text)
+                with observability.model_call(binding.name, bound) as call:
+                    response = binding.provider.generate(bound, on_text=on_text)
+                    call.finish(response)
             except ProviderError as error:
                 latency = time.monotonic() - started
                 spent += latency

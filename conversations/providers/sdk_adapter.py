@@ -132,6 +132,7 @@ class SDKAdapter[Client, Reader](ABC):
             model=request.model,
             request_id=request_id or reply.response_id,
             latency_ms=latency_ms,
+            response_id=reply.response_id,
         )
 
     # --- the wire, per adapter --------------------------------------------------------

@@ -93,3 +93,47 @@ def test_the_key_is_nowhere(fake_openai, settings, make_ad, staff_user, user):
         assert page.status_code == 200, path
         assert SENTINEL not in page.content.decode()
     assert Run.objects.count() == 2
+
+
+def test_the_key_is_in_no_span(tracing_on, fake_openai, settings, make_ad, monkeypatch):
+    """Traced, with every request header asked for as an operator might ask: the key's
+    header (Authorization, or Anthropic's x-api-key) is redacted, and no span carries the
+    key, not even the error of a provider that echoes it."""
+    from tests.fakes.anthropic_server import FakeAnthropicServer, claude_turn
+
+    monkeypatch.setenv("OTEL_INSTRUMENTATION_HTTP_CAPTURE_HEADERS_CLIENT_REQUEST", ".*")
+    anthropic = FakeAnthropicServer(api_key=SENTINEL).start()
+    settings.ADSTUDIO_PROVIDERS = {
+        **fake_openai.provider_settings(api_key=SENTINEL),
+        **anthropic.provider_settings(),
+    }
+    settings.ADSTUDIO_PROVIDER_FALLBACKS = []
+    settings.ADSTUDIO_PROVIDER_RETRY = {**settings.ADSTUDIO_PROVIDER_RETRY, "base_delay": 0.001}
+    fake_openai.script(
+        turn("Hello"),
+        error_turn(401, {"error": {"message": f"Incorrect API key provided: {SENTINEL}"}}),
+    )
+    anthropic.script(claude_turn("Hello from Claude"))
+    traced = tracing_on()
+    try:
+        runs = [
+            start_generation(ad=make_ad(language="en")),
+            start_generation(ad=make_ad(language="en", title="second")),
+            start_generation(ad=make_ad(language="en", title="third"), provider="anthropic"),
+        ]
+    finally:
+        anthropic.stop()
+
+    assert [Run.objects.get(pk=r.pk).status for r in runs] == ["succeeded", "failed", "succeeded"]
+    assert SENTINEL in " ".join(anthropic.request_headers[0].values())  # really sent
+    spans = traced.spans()
+    http = [s for s in spans if s.attributes.get("http.request.method") == "POST"]
+    assert len(http) == 3
+    headers = [{k: v for k, v in s.attributes.items() if "header" in k} for s in http]
+    keys = [v for h in headers for k, v in h.items() if k.endswith(("authorization", "api_key"))]
+    assert keys == [("[REDACTED]",)] * 3
+    assert all("http.request.header.content_type" in h for h in headers)  # asked, recorded
+    failed = [s for s in spans if s.name.startswith("chat ") and s.status == "ERROR"]
+    assert [s.attributes["error.type"] for s in failed] == ["authentication"]
+    for span in spans:
+        assert not any(SENTINEL in text for text in span.texts()), span.name

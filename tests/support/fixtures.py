@@ -55,7 +55,14 @@ def _forget_connections() -> None:
 
 
 @pytest.fixture
-def worker(broker, broker_url, fake_openai, tmp_path):
+def worker_extra_env() -> dict[str, str]:
+    """More of the worker's environment: a test module overrides this fixture (e.g. to
+    have the worker export its traces)."""
+    return {}
+
+
+@pytest.fixture
+def worker(broker, broker_url, fake_openai, tmp_path, worker_extra_env):
     """A running worker; tests may ``kill()`` and ``start()`` it again."""
     process = WorkerProcess(
         log_dir=tmp_path,
@@ -70,6 +77,7 @@ def worker(broker, broker_url, fake_openai, tmp_path):
             "ADSTUDIO_HEARTBEAT_INTERVAL": "0.5",
             "ADSTUDIO_RUN_STALE_AFTER": str(STALE_AFTER),
             "PGAPPNAME": WORKER_APP,  # libpq: tests find the worker's connections by it
+            **worker_extra_env,
         },
     )
     process.start()

@@ -1,0 +1,85 @@
+"""A run whose worker is killed on every attempt, under a real Celery worker: after
+``ADSTUDIO_RUN_MAX_RESUMES`` takeovers it ends failed with ``resume_limit``, and the next
+message of its conversation is answered by the worker that comes up after the last kill."""
+
+from __future__ import annotations
+
+import time
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from conversations.leases import runs_recover
+from conversations.models import Message, Run, RunEvent
+from conversations.services import send_message, start_generation
+from tests.fakes.server import turn
+from tests.support.fixtures import STALE_AFTER
+
+pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
+
+
+def wait_for(predicate, timeout: float = 30.0, what: str = "condition"):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def heartbeat_stale(run: Run) -> bool:
+    limit = timezone.now() - timedelta(seconds=STALE_AFTER)
+    return Run.objects.filter(pk=run.pk, heartbeat_at__lt=limit).exists()
+
+
+def kill_and_recover(worker, run: Run) -> None:
+    """SIGKILL the worker; a new one comes up at once (as in a deploy), and once the dead
+    worker's heartbeat is stale, a sweep (what beat sends) hands the run on, unless the
+    new worker's own sweep at start-up already did."""
+    worker.kill()
+    worker.start()
+    wait_for(lambda: heartbeat_stale(run), timeout=STALE_AFTER + 10, what="a stale heartbeat")
+    runs_recover()
+
+
+def test_a_run_that_kills_its_worker_every_time_ends_failed(worker, fake_openai, make_ad):
+    worker.env["ADSTUDIO_RUN_MAX_RESUMES"] = "1"  # read by the workers started from now on
+    fake_openai.script(
+        turn("never delivered", delay=30.0),  # attempt 1: its worker is killed meanwhile
+        turn("never delivered either", delay=30.0),  # attempt 2 (the one resume): the same
+        turn("The calmer version is ready."),  # the conversation's next message
+    )
+    ad = make_ad(language="en")
+    run = start_generation(ad=ad)
+    following = send_message(conversation=run.conversation, text="make it calmer")
+    wait_for(lambda: len(fake_openai.requests) == 1, what="attempt 1's model request")
+
+    kill_and_recover(worker, run)
+    wait_for(lambda: len(fake_openai.requests) == 2, what="attempt 2's model request")
+    run.refresh_from_db()
+    assert (run.status, run.claims, run.resumes) == ("running", 2, 1)
+
+    kill_and_recover(worker, run)  # the new worker's claim finds the limit reached
+    wait_for(
+        lambda: Run.objects.filter(pk=following.pk, status="succeeded").exists(),
+        what="the conversation's next run",
+    )
+
+    run.refresh_from_db()
+    assert (run.status, run.stop_cause, run.error_code) == ("failed", "error", "resume_limit")
+    assert "attempted 2 times" in run.error_message
+    assert "ADSTUDIO_RUN_MAX_RESUMES=1" in run.error_message
+    assert run.claims == 2  # the third worker did not take it
+    finished = RunEvent.objects.filter(run=run, type="run.finished")
+    assert [e.data["errorCode"] for e in finished] == ["resume_limit"]
+    assert len(fake_openai.requests) == 3  # the failed run asked nothing more
+    assert not Message.objects.filter(run=run, role="assistant").exists()
+    following.refresh_from_db()
+    assert following.final_message == "The calmer version is ready."
+    # The next run's request carried the failed run's message, but no answer to it.
+    last = fake_openai.requests[-1]["messages"]
+    assert [m["role"] for m in last[1:]] == ["user", "user"]
+    log = worker.log.read_text()
+    assert "ends failed (resume_limit)" in log and "Traceback" not in log
