@@ -19,6 +19,7 @@ from django.utils.dateformat import format as format_date
 from django.utils.html import format_html
 
 from adstudio.admin_json import pretty_json
+from adstudio.admin_readonly import ReadOnlyAdminMixin
 from adstudio.admin_search import SearchByIdMixin
 from conversations.models import Conversation, ModelCall, Run, RunEvent
 from conversations.selectors import agent_stats
@@ -74,21 +75,12 @@ def run_status_badge(run: Run):
 # --- Inlines of the run page -------------------------------------------------------------
 
 
-class ReadOnlyInline(admin.TabularInline):
+class ReadOnlyInline(ReadOnlyAdminMixin, admin.TabularInline):
     """History is written by runs only; staff read it here."""
 
     extra = 0
     can_delete = False
     show_change_link = False
-
-    def has_add_permission(self, request, obj=None) -> bool:
-        return False
-
-    def has_change_permission(self, request, obj=None) -> bool:
-        return False
-
-    def has_delete_permission(self, request, obj=None) -> bool:
-        return False
 
 
 class ModelCallInline(ReadOnlyInline):
@@ -130,7 +122,10 @@ def _latest_run():
 
 
 @admin.register(Conversation)
-class ConversationAdmin(SearchByIdMixin, admin.ModelAdmin):
+class ConversationAdmin(ReadOnlyAdminMixin, SearchByIdMixin, admin.ModelAdmin):
+    """Read-only: conversations are started through the API or the chat command, and are
+    the record of what the agent did."""
+
     list_display = ["short_id", "ad_title", "used", "runs_count", "tokens", "cost_usd", "created"]
     list_display_links = ["short_id"]
     list_filter = ["runs__provider"]
@@ -149,17 +144,6 @@ class ConversationAdmin(SearchByIdMixin, admin.ModelAdmin):
 
     class Media:
         css = {"all": ["conversations/admin_transcript.css"]}
-
-    # Conversations are started through the API or the chat command, and are the record of
-    # what the agent did: nobody adds, edits or deletes one here.
-    def has_add_permission(self, request) -> bool:
-        return False
-
-    def has_change_permission(self, request, obj=None) -> bool:
-        return False
-
-    def has_delete_permission(self, request, obj=None) -> bool:
-        return False
 
     def get_queryset(self, request):
         """With what the runs actually used: a conversation's own provider and model may
@@ -228,7 +212,10 @@ class ConversationAdmin(SearchByIdMixin, admin.ModelAdmin):
 
 
 @admin.register(Run)
-class RunAdmin(SearchByIdMixin, admin.ModelAdmin):
+class RunAdmin(ReadOnlyAdminMixin, SearchByIdMixin, admin.ModelAdmin):
+    """Read-only: runs are the execution log, started by the API, never typed in, edited or
+    deleted (not even by a superuser; their events and model calls would go with them)."""
+
     list_display = [
         "short_id",
         "conversation_ad",
@@ -276,17 +263,6 @@ class RunAdmin(SearchByIdMixin, admin.ModelAdmin):
 
     class Media:
         css = {"all": ["conversations/admin_transcript.css"]}
-
-    # Runs are the execution log: started by the API, never typed in, edited or deleted
-    # (not even by a superuser; their events and model calls would go with them).
-    def has_add_permission(self, request) -> bool:
-        return False
-
-    def has_change_permission(self, request, obj=None) -> bool:
-        return False
-
-    def has_delete_permission(self, request, obj=None) -> bool:
-        return False
 
     def get_queryset(self, request):
         return (

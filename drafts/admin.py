@@ -12,6 +12,7 @@ from django.urls import path, reverse
 from django.utils.html import format_html
 from django.utils.http import url_has_allowed_host_and_scheme
 
+from adstudio.admin_readonly import ReadOnlyAdminMixin
 from adstudio.admin_search import SearchByIdMixin
 from drafts.models import ACTIVATE_PERMISSION, Activation, ActivationSource, Ad, Draft, DraftKind
 from drafts.review import diff, sound_effects, voice_tracks
@@ -98,7 +99,12 @@ class AdAdmin(SearchByIdMixin, admin.ModelAdmin):
 
 
 @admin.register(Draft)
-class DraftAdmin(SearchByIdMixin, admin.ModelAdmin):
+class DraftAdmin(ReadOnlyAdminMixin, SearchByIdMixin, admin.ModelAdmin):
+    """Read-only but for activation: drafts are immutable records, created by the agent,
+    changed only by activation, and never deleted alone (the number would be given again,
+    and the tool results and events that name it would point at another draft). Deleting
+    the ad deletes them all."""
+
     list_display = ["ad", "kind", "label", "status_badge", "summary", "created_by", "created_at"]
     list_filter = ["kind", "status", "created_by"]
     search_fields = ["ad__title", "summary"]
@@ -131,19 +137,6 @@ class DraftAdmin(SearchByIdMixin, admin.ModelAdmin):
     actions = ["activate"]
     change_form_template = "admin/drafts/draft/change_form.html"
     Media = ReviewMedia
-
-    # Drafts are immutable records: created by the agent, changed only by activation, and
-    # never deleted alone (its number would be given again, and the conversation's tool
-    # results and events that name it would point at another draft). Deleting the ad
-    # deletes them all.
-    def has_add_permission(self, request) -> bool:
-        return False
-
-    def has_change_permission(self, request, obj=None) -> bool:
-        return False
-
-    def has_delete_permission(self, request, obj=None) -> bool:
-        return False
 
     def has_activate_permission(self, request) -> bool:
         return request.user.has_perm(ACTIVATE_PERMISSION)
@@ -244,7 +237,7 @@ class DraftAdmin(SearchByIdMixin, admin.ModelAdmin):
 
 
 @admin.register(Activation)
-class ActivationAdmin(SearchByIdMixin, admin.ModelAdmin):
+class ActivationAdmin(ReadOnlyAdminMixin, SearchByIdMixin, admin.ModelAdmin):
     """The activation log: written by activations only, never edited or deleted."""
 
     list_display = ["created_at", "ad", "activated", "replaced_version", "user", "source"]
@@ -252,15 +245,6 @@ class ActivationAdmin(SearchByIdMixin, admin.ModelAdmin):
     search_fields = ["ad__title", "user__username"]
     list_select_related = ["ad", "draft", "replaced", "user"]
     date_hierarchy = "created_at"
-
-    def has_add_permission(self, request) -> bool:
-        return False
-
-    def has_change_permission(self, request, obj=None) -> bool:
-        return False
-
-    def has_delete_permission(self, request, obj=None) -> bool:
-        return False
 
     @admin.display(description="Activated", ordering="draft__kind")
     def activated(self, activation: Activation):

@@ -13,18 +13,9 @@ from conversations.services import send_message, start_generation
 from drafts.models import Draft
 from tests.fakes.server import call, turn
 from tests.support.fixtures import STALE_AFTER
+from tests.support.worker import wait_for
 
 pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
-
-
-def wait_for(predicate, timeout: float = 30.0, what: str = "condition"):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def finished(run: Run) -> bool:

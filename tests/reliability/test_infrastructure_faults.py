@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from datetime import timedelta
 
@@ -34,22 +34,12 @@ from conversations.tasks import recover_runs
 from drafts.models import Draft
 from tests.fakes.server import Turn, call, turn
 from tests.support.fixtures import STALE_AFTER, WORKER_APP
-from tests.support.worker import database_url
+from tests.support.worker import database_url, wait_for
 
 pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
 
 
 # --- helpers -----------------------------------------------------------------------------
-
-
-def wait_for(predicate: Callable[[], object], timeout: float = 30.0, what: str = "condition"):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def finished(run: Run) -> bool:

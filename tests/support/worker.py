@@ -10,7 +10,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -191,3 +191,14 @@ class RedisServer:
             yield
         finally:
             self.start()
+
+
+def wait_for(predicate: Callable[[], object], timeout: float = 30.0, what: str = "condition"):
+    """``predicate()``'s first true value, polled until ``timeout`` seconds have passed."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
