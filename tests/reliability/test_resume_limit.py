@@ -4,7 +4,6 @@ message of its conversation is answered by the worker that comes up after the la
 
 from __future__ import annotations
 
-import time
 from datetime import timedelta
 
 import pytest
@@ -15,18 +14,9 @@ from conversations.models import Message, Run, RunEvent
 from conversations.services import send_message, start_generation
 from tests.fakes.server import turn
 from tests.support.fixtures import STALE_AFTER
+from tests.support.worker import wait_for
 
 pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
-
-
-def wait_for(predicate, timeout: float = 30.0, what: str = "condition"):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def heartbeat_stale(run: Run) -> bool:
@@ -38,9 +28,16 @@ def kill_and_recover(worker, run: Run) -> None:
     """SIGKILL the worker; a new one comes up at once (as in a deploy), and once the dead
     worker's heartbeat is stale, a sweep (what beat sends) hands the run on, unless the
     new worker's own sweep at start-up already did."""
+    claims = Run.objects.get(pk=run.pk).claims
     worker.kill()
     worker.start()
-    wait_for(lambda: heartbeat_stale(run), timeout=STALE_AFTER + 10, what="a stale heartbeat")
+
+    def handed_on_or_stale() -> bool:
+        current = Run.objects.get(pk=run.pk)
+        taken = current.claims > claims or current.status != "running"
+        return taken or heartbeat_stale(run)
+
+    wait_for(handed_on_or_stale, timeout=STALE_AFTER + 10, what="a stale heartbeat")
     runs_recover()
 
 
