@@ -87,6 +87,22 @@ def env_list(name: str, default: list[str]) -> list[str]:
     return [item.strip() for item in raw.split(",") if item.strip()]
 
 
+def env_proxy_ssl_header(name: str) -> tuple[str, str] | None:
+    """``X-Forwarded-Proto=https``: the header a TLS-terminating proxy sets and its value on
+    HTTPS requests, as Django reads it (``HTTP_X_FORWARDED_PROTO``). Unset: none trusted."""
+    raw = env_str(name)
+    if not raw:
+        return None
+    header, sep, value = (part.strip() for part in raw.partition("="))
+    if not (sep and value and header.replace("-", "").isalnum() and header.isascii()):
+        raise ImproperlyConfigured(
+            f"{name}={raw!r} is not HEADER=VALUE: expected the name of the header the proxy "
+            "sets (letters, digits, hyphens) and its value on HTTPS requests, such as "
+            "X-Forwarded-Proto=https."
+        )
+    return f"HTTP_{header.upper().replace('-', '_')}", value
+
+
 def _redacted(url: str) -> str:
     """The URL with any password replaced, so an error message never leaks a secret."""
     try:

@@ -20,6 +20,7 @@ from adstudio.env import (
     env_float,
     env_int,
     env_list,
+    env_proxy_ssl_header,
     env_rate,
     env_str,
     otlp_endpoint,
@@ -48,25 +49,9 @@ SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", defa
 SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", default=False)
 
 
-def _proxy_ssl_header(name: str) -> tuple[str, str] | None:
-    """``X-Forwarded-Proto=https``: the header a TLS-terminating proxy sets and its value on
-    HTTPS requests, as Django reads it (``HTTP_X_FORWARDED_PROTO``). Unset: none trusted."""
-    raw = env_str(name)
-    if not raw:
-        return None
-    header, sep, value = (part.strip() for part in raw.partition("="))
-    if not (sep and value and header.replace("-", "").isalnum() and header.isascii()):
-        raise ImproperlyConfigured(
-            f"{name}={raw!r} is not HEADER=VALUE: expected the name of the header the proxy "
-            "sets (letters, digits, hyphens) and its value on HTTPS requests, such as "
-            "X-Forwarded-Proto=https."
-        )
-    return f"HTTP_{header.upper().replace('-', '_')}", value
-
-
 # Trusted from any client: only behind a proxy that sets or overwrites the header on every
 # request, with the web processes reachable through it alone.
-SECURE_PROXY_SSL_HEADER = _proxy_ssl_header("SECURE_PROXY_SSL_HEADER")
+SECURE_PROXY_SSL_HEADER = env_proxy_ssl_header("SECURE_PROXY_SSL_HEADER")
 
 INSTALLED_APPS = [
     "django.contrib.admin",

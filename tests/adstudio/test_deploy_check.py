@@ -18,7 +18,7 @@ from django.test import RequestFactory, override_settings
 from gunicorn.config import Config as GunicornConfig
 
 import adstudio.celery
-from adstudio.settings import _proxy_ssl_header
+from adstudio.env import env_proxy_ssl_header
 
 ROOT = Path(__file__).resolve().parents[2]
 ENV_EXAMPLE = ROOT / "deploy" / "adstudio.env.example"
@@ -98,7 +98,7 @@ def test_check_deploy_names_each_development_default_left_in_production():
 
 def test_the_proxy_header_marks_requests_from_the_proxy_secure(monkeypatch):
     monkeypatch.setenv("SECURE_PROXY_SSL_HEADER", " X-Forwarded-Proto = https ")
-    header = _proxy_ssl_header("SECURE_PROXY_SSL_HEADER")
+    header = env_proxy_ssl_header("SECURE_PROXY_SSL_HEADER")
     assert header == ("HTTP_X_FORWARDED_PROTO", "https")
 
     requests = RequestFactory()
@@ -115,13 +115,13 @@ def test_a_malformed_proxy_header_is_a_configuration_error(monkeypatch, value):
     monkeypatch.setenv("SECURE_PROXY_SSL_HEADER", value)
 
     with pytest.raises(ImproperlyConfigured, match="is not HEADER=VALUE") as error:
-        _proxy_ssl_header("SECURE_PROXY_SSL_HEADER")
+        env_proxy_ssl_header("SECURE_PROXY_SSL_HEADER")
     assert f"SECURE_PROXY_SSL_HEADER={value!r}" in str(error.value)
 
 
 def test_no_proxy_header_is_trusted_unless_one_is_set(monkeypatch):
     monkeypatch.delenv("SECURE_PROXY_SSL_HEADER", raising=False)
-    assert _proxy_ssl_header("SECURE_PROXY_SSL_HEADER") is None
+    assert env_proxy_ssl_header("SECURE_PROXY_SSL_HEADER") is None
 
 
 # --- Procfile ------------------------------------------------------------------------------
