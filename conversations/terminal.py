@@ -16,7 +16,7 @@ from pathlib import Path
 
 from django.conf import settings
 from django.core.management.base import OutputWrapper
-from django.db import DatabaseError
+from django.db import DatabaseError, connection
 
 from adstudio.text import clip_words
 from conversations.models import Conversation, Run, RunEvent, RunEventType, RunStatus
@@ -177,14 +177,14 @@ class ChatSession:
         person started and did not see finish."""
         self.out.write("")
         try:
-            run = (
-                Run.objects.filter(conversation__ad=self.ad, requested_by=self.user)
-                .exclude(status__in=RunStatus.finished())
-                .order_by("-created_at")
-                .first()
-            )
-        except DatabaseError:  # interrupted mid-query: nothing more to say
-            return
+            run = self._unfinished_run()
+        except DatabaseError:
+            # Ctrl-C broke the query in flight (following the run): ask on a new connection.
+            connection.close()
+            try:
+                run = self._unfinished_run()
+            except DatabaseError:
+                return
         if run is None:
             return
         if settings.CELERY_TASK_ALWAYS_EAGER:
@@ -197,6 +197,14 @@ class ChatSession:
                 f"Run {run.pk} continues in the background; see its drafts later with "
                 f"--ad {self.ad.pk}."
             )
+
+    def _unfinished_run(self) -> Run | None:
+        return (
+            Run.objects.filter(conversation__ad=self.ad, requested_by=self.user)
+            .exclude(status__in=RunStatus.finished())
+            .order_by("-created_at")
+            .first()
+        )
 
     # --- slash commands ---------------------------------------------------------------
 
