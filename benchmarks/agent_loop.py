@@ -352,7 +352,8 @@ def worker_mode(args) -> dict:
         "ADSTUDIO_OPENAI_MODEL": "fake-openai",
         "ADSTUDIO_PROVIDER_ROUTES": "default=openai",
         "ADSTUDIO_PROVIDER_FALLBACKS": "",
-        "LOG_LEVEL": "WARNING",
+        # INFO: the worker says "ready." at INFO, which the benchmark waits for
+        "LOG_LEVEL": "INFO",
     }
     with tempfile.TemporaryDirectory() as logs:
         workers = [
@@ -364,9 +365,9 @@ def worker_mode(args) -> dict:
             )
             for n in range(args.workers)
         ]
-        for worker in workers:
-            worker.start()
         try:
+            for worker in workers:  # inside: a worker that started is stopped if one fails
+                worker.start()
             ads = [
                 Ad.objects.create(
                     owner=owner,

@@ -757,7 +757,7 @@ def main() -> None:
             loglevel="INFO",
             extra=("-n", f"soak{os.getpid()}@%h", "--without-gossip", "--without-mingle"),
         ),
-        {**env, "ADSTUDIO_DB_POOL_MAX_SIZE": str(min(concurrency, 20))},
+        {**env, "ADSTUDIO_DB_POOL_MAX_SIZE": str(min(concurrency, 20) + 2)},
         logs / "worker.log",
     )
     since = timezone.now()

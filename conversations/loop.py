@@ -53,7 +53,7 @@ from conversations.providers import (
     UserMessage,
 )
 from conversations.run_log import ClaimLost, EventLog, RunLog, TextEvents
-from conversations.step_gate import step_gate
+from conversations.step_gate import provider_wait, step_gate
 from conversations.summary import summarise_if_needed
 from conversations.tools import ToolOutcome, execute_tool_call, tool_specs
 
@@ -349,7 +349,6 @@ def _model_step(state: RunState, *, last_round: bool = False) -> RunTools | Answ
     )
     log.write()  # the model_call.started event, with what came before it
     text_stream = TextEvents(log.events)
-    release_connection()  # a worker with many runs waiting needs few connections
 
     def record_attempt(attempt: providers.Attempt) -> None:
         text_stream.attempt_ended(failed=attempt.error is not None)
@@ -360,11 +359,10 @@ def _model_step(state: RunState, *, last_round: bool = False) -> RunTools | Answ
         if attempt.error is not None:
             release_connection()  # the retry's wait needs no connection
 
-    with step_gate().released():
+    with provider_wait():
         response = providers.generate(
             request, route=state.route, on_attempt=record_attempt, on_text=text_stream.add
         )
-    text_stream.flush()
     message = storable_reply(response.message)
     # Calls of a reply cut off at its token limit, or stopped by the content filter, are
     # not run, now or when the run is requeued: they are kept for staff only.
@@ -387,7 +385,7 @@ def _model_step(state: RunState, *, last_round: bool = False) -> RunTools | Answ
     run.rounds += 1
     run.provider, run.model = response.provider, response.model
     log.count_usage(response)
-    events = []
+    events = text_stream.remaining()
     if message.text and not text_stream.sent_any:
         events.append(run_log.text_whole(message.text))
     events += [run_log.tool_call_started(call) for call in message.tool_calls]

@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from adstudio.db import Batch, Fence, insert_rows
+from adstudio.db import Batch, Fence, insert_rows, release_connection
 from adstudio.storable import without_nul
 from adstudio.tools import WrittenDraft
 from conversations import providers
@@ -179,6 +179,12 @@ class EventLog:
 class TextEvents:
     """Turns streamed text deltas into a few progress events, not one per token.
 
+    Text that arrives while the model call is in progress is written at most every
+    ``TEXT_EVENT_INTERVAL``, on a connection taken from the pool for the write and handed
+    back at once: a run waiting on its provider holds none, so a burst of replies never
+    finds the pool taken by runs that wait. What is left when the reply is complete is
+    staged with the reply's step (``remaining``), not written on its own.
+
     A failed attempt's text is not the reply: what is still buffered is dropped, and if
     some was sent, a ``text`` event with ``reset`` tells clients to drop it too."""
 
@@ -200,14 +206,24 @@ class TextEvents:
     def add(self, delta: str) -> None:
         self.buffer.append(without_nul(delta))
         if time.monotonic() - self.last >= TEXT_EVENT_INTERVAL:
-            self.flush()
+            self._write()
 
-    def flush(self) -> None:
+    def _write(self) -> None:
         if self.buffer:
             self.events.append(text_delta("".join(self.buffer)))
+            release_connection()
             self.buffer.clear()
             self.sent_any = self.sent_this_attempt = True
         self.last = time.monotonic()
+
+    def remaining(self) -> list[Event]:
+        """The text not written yet, as events for the caller to stage with its step."""
+        if not self.buffer:
+            return []
+        event = text_delta("".join(self.buffer))
+        self.buffer.clear()
+        self.sent_any = True
+        return [event]
 
 
 # --- What a run writes ----------------------------------------------------------------

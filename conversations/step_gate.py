@@ -19,6 +19,8 @@ from contextlib import contextmanager
 
 from django.conf import settings
 
+from adstudio.db import release_connection
+
 
 class StepGate:
     """A first-come, first-served limit on the threads computing at once.
@@ -130,3 +132,17 @@ def step_gate() -> StepGate:
         if slots not in _gates:
             _gates[slots] = StepGate(slots)
         return _gates[slots]
+
+
+@contextmanager
+def provider_wait() -> Iterator[None]:
+    """Around a model call: the run holds neither a gate slot nor a database connection
+    while it waits, so runs queued for the gate never hold the connections that the
+    runs computing need. What it writes in the meantime (streamed text, a failed
+    attempt) takes a connection for the write and hands it back."""
+    release_connection()
+    with step_gate().released():
+        try:
+            yield
+        finally:
+            release_connection()

@@ -15,7 +15,7 @@ from conversations.models import Conversation
 from conversations.prompts import SUMMARY_SYSTEM_PROMPT, summary_request_text
 from conversations.providers import GenerateRequest, ProviderError, UserMessage
 from conversations.run_log import RunLog
-from conversations.step_gate import step_gate
+from conversations.step_gate import provider_wait
 
 logger = logging.getLogger(__name__)
 
@@ -44,7 +44,7 @@ def summarise_if_needed(log: RunLog, *, route: list[providers.ProviderBinding]) 
     )
     round_no = log.run.rounds + 1
     try:
-        with step_gate().released():
+        with provider_wait():
             response = providers.generate(
                 request,
                 route=route,

@@ -4,15 +4,17 @@ and are safe to run twice."""
 from __future__ import annotations
 
 import logging
+import os
 import time
 
 from celery import shared_task
-from celery.signals import worker_init, worker_ready
+from celery.signals import celeryd_after_setup, worker_init, worker_ready
 
 from adstudio.log_context import log_scope
 from conversations.leases import runs_recover
 from conversations.loop import run_agent
 from conversations.tokens import load_encoding
+from conversations.worker_capacity import check_worker
 
 logger = logging.getLogger(__name__)
 
@@ -41,3 +43,13 @@ def _load_encoding_at_worker_start(sender=None, **kwargs) -> None:
     started = time.perf_counter()
     load_encoding()
     logger.info("token encoding loaded in %.2f s", time.perf_counter() - started)
+
+
+@celeryd_after_setup.connect
+def _check_pool_at_worker_start(sender=None, instance=None, **kwargs) -> None:
+    """A worker whose database pool cannot serve its threads does not start: it would
+    stall under its first burst of runs instead."""
+    problem = check_worker(instance.pool_cls, instance.concurrency)
+    if problem:
+        logger.critical("worker not started: %s", problem)
+        raise SystemExit(os.EX_CONFIG)  # Celery's signals swallow exceptions, not this

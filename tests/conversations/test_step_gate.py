@@ -10,7 +10,7 @@ import pytest
 from django.db import connection
 
 from conversations.loop import run_agent
-from conversations.models import Conversation, Run
+from conversations.models import Conversation, Run, RunEvent, RunEventType, RunStatus
 from conversations.step_gate import StepGate, step_gate
 from tests.fakes.server import turn
 
@@ -161,6 +161,53 @@ def test_runs_wait_on_their_provider_outside_the_gate(fake_providers, make_ad, s
         "in flight together",
         "in flight together",
     ]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_runs_waiting_on_their_provider_hold_no_connection(fake_providers, make_ad, settings):
+    """Runs that have streamed some text and wait for the rest hold no pooled connection
+    (each text write hands its connection back), so runs waiting never take the
+    connections that the runs computing need: with 20 pooled and 76 runs streaming, one
+    worker once stalled until the gate's timeout."""
+    settings.ADSTUDIO_STEP_SLOTS = 1
+    # the first text arrives after the flush interval (written at once), the rest 2 s later
+    fake_providers.responder = lambda body: turn(
+        "Hello families, meet Premium.", delay=0.4, pause_after=2, pause=2.0
+    )
+    runs = [
+        Run.objects.create(
+            conversation=Conversation.objects.create(ad=make_ad(language="en")), input_text="hi"
+        )
+        for _ in range(6)
+    ]
+
+    def execute(run: Run) -> None:
+        run_agent(run.pk)
+        connection.close()
+
+    threads = [_start(execute, run) for run in runs]
+    texts = RunEvent.objects.filter(run__in=runs, type=RunEventType.TEXT)
+    _wait_until(lambda: texts.count() == len(runs), timeout=10)
+    connection.close()  # the test's own
+    in_use = []
+    for _ in range(10):
+        stats = connection.pool.get_stats()
+        in_use.append(stats["pool_size"] - stats["pool_available"])
+        time.sleep(0.02)
+    assert max(in_use) <= 1, in_use  # at most the heartbeats' beat
+    assert not Run.objects.filter(pk__in=[r.pk for r in runs], status=RunStatus.SUCCEEDED)
+    for thread in threads:
+        thread.join(timeout=20)
+    for run in runs:
+        run.refresh_from_db()
+        assert run.status == RunStatus.SUCCEEDED
+        streamed = [
+            e.data["delta"]
+            for e in RunEvent.objects.filter(run=run, type=RunEventType.TEXT).order_by("seq")
+        ]
+        # written while streaming, and what was left, with the reply's step
+        assert streamed[0] == "Hello fa" and len(streamed) >= 2
+        assert "".join(streamed) == "Hello families, meet Premium."
 
 
 def test_a_waiter_goes_ahead_without_a_slot_when_the_holder_is_stuck():

@@ -82,6 +82,8 @@ class Turn:
     cut_after: int | None = None  # drop the connection after this many chunks
     reset: bool = False  # reset the connection (TCP RST) instead of answering
     error_after: int | None = None  # send stream_error after this many chunks
+    pause_after: int | None = None  # after this many chunks, hold the rest ``pause`` seconds
+    pause: float = 0.0
     bad_chunk: Any = None  # sent as the second chunk, as is (e.g. {"choices": 5})
     stream_error: dict[str, Any] | None = None
     ignore_stream: bool = False  # answer a streamed request with one whole chat.completion
@@ -394,6 +396,10 @@ class _Handler(BaseHTTPRequestHandler):
                 self._event({"error": error})
                 self._end()
                 return
+            if reply.pause_after is not None and sent == reply.pause_after:
+                self._flush_pending()  # what came before the pause reaches the client
+                if self.server.fake._stopping.wait(reply.pause):
+                    return
             if reply.bad_chunk is not None and sent == 1:
                 self._event(reply.bad_chunk)
             self._event(chunk)
