@@ -8,6 +8,10 @@ a database of its own (``adstudio_bench_import``), runs the command as an operat
 (a fresh process, so Django start-up is included), then runs it again on the same file
 (every row unchanged). Prints medians over runs with peak memory; writes JSON results to
 benchmarks/results/.
+
+``--fresh`` drops and re-creates that database before every first import, as a new
+deployment sees it: a table that has never held rows, whose planner statistics an earlier
+import cannot have left behind (``TRUNCATE`` keeps them).
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 
 from benchmarks._bench_db import (
     ROOT,
@@ -33,8 +38,10 @@ from benchmarks._bench_db import (
 FORMATS = ("json", "csv", "elevenlabs")
 
 
-def run_command(url: str, path: Path, *options: str) -> tuple[float, int, str]:
-    """Seconds, the process's peak RSS in MiB, and the command's last output line."""
+def run_command(url: str, path: Path, *options: str) -> tuple[float, int, str, float]:
+    """Seconds, the process's peak RSS in MiB, the command's last output line, and the
+    process's CPU seconds (user + system: less moved by other load on a shared machine
+    than the wall clock, though PostgreSQL's share of the work is not in it)."""
     env = dict(os.environ, DATABASE_URL=url)
     command = [sys.executable, "manage.py", "import_voices", str(path), *options]
     with tempfile.TemporaryFile("w+") as out:
@@ -47,7 +54,33 @@ def run_command(url: str, path: Path, *options: str) -> tuple[float, int, str]:
         output = out.read().strip()
     if process.returncode:
         sys.exit(f"import_voices failed ({process.returncode}):\n{output}")
-    return seconds, round(usage.ru_maxrss / 1024), output.splitlines()[-1]
+    cpu_seconds = usage.ru_utime + usage.ru_stime
+    return seconds, round(usage.ru_maxrss / 1024), output.splitlines()[-1], cpu_seconds
+
+
+def recreate_database(url: str) -> None:
+    """Drop the benchmark's database and create it again, migrated and vacuumed as
+    ``setup_django`` leaves it. Refuses (as PostgreSQL does) while another session uses it."""
+    import psycopg
+    from django.core.management import call_command
+    from django.db import connection
+
+    connection.close()
+    if getattr(connection, "pool", None) is not None:
+        connection.close_pool()  # its idle connections would keep the database in use
+    parts = urlsplit(url)
+    name = parts.path.lstrip("/")
+    admin_url = urlunsplit(parts._replace(path="/postgres"))
+    with psycopg.connect(admin_url, autocommit=True) as conn:
+        try:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}"')
+        except psycopg.errors.ObjectInUse as exc:
+            first_line = str(exc).splitlines()[0]
+            sys.exit(f"Cannot drop {name} for --fresh: {first_line}; close those sessions first.")
+    create_database(url)
+    call_command("migrate", verbosity=0, skip_checks=True)
+    with connection.cursor() as cursor:
+        cursor.execute("VACUUM ANALYZE")
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -57,6 +90,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seed", type=int, default=5)
     parser.add_argument("--database", default="adstudio_bench_import")
     parser.add_argument("--formats", nargs="+", choices=FORMATS, default=list(FORMATS))
+    parser.add_argument(
+        "--fresh",
+        action="store_true",
+        help="Drop and re-create the database before each first import (a table with no "
+        "planner statistics), instead of emptying its voices table.",
+    )
     args = parser.parse_args(argv)
 
     url = bench_database_url(args.database)
@@ -75,8 +114,11 @@ def main(argv: list[str] | None = None) -> None:
             size_mib = path.stat().st_size / 2**20
             first, again = [], []
             for _ in range(args.runs):
-                with connection.cursor() as cursor:
-                    cursor.execute("TRUNCATE voices_voice RESTART IDENTITY")
+                if args.fresh:
+                    recreate_database(url)
+                else:
+                    with connection.cursor() as cursor:
+                        cursor.execute("TRUNCATE voices_voice RESTART IDENTITY")
                 first.append(run_command(url, path, "--approve"))
                 again.append(run_command(url, path))
             results[file_format] = {
@@ -88,12 +130,15 @@ def main(argv: list[str] | None = None) -> None:
                 "reimport_output": again[-1][2],
                 "runs_s": {"first": [round(r[0], 2) for r in first],
                            "again": [round(r[0], 2) for r in again]},
+                "first_import_cpu_s": round(statistics.median(r[3] for r in first), 2),
+                "reimport_unchanged_cpu_s": round(statistics.median(r[3] for r in again), 2),
             }  # fmt: skip
             row = results[file_format]
             print(
                 f"{file_format:11} {row['file_mib']:6.1f} MiB  first import "
                 f"{row['first_import_s']:6.2f} s  re-import {row['reimport_unchanged_s']:6.2f} s"
-                f"  peak RSS {row['peak_rss_mib']} MiB"
+                f"  peak RSS {row['peak_rss_mib']} MiB  (import process CPU "
+                f"{row['first_import_cpu_s']:.2f} s / {row['reimport_unchanged_cpu_s']:.2f} s)"
             )
             print(f"            {row['first_output']}\n            {row['reimport_output']}")
     path = write_results(
@@ -103,6 +148,7 @@ def main(argv: list[str] | None = None) -> None:
             "command": "python -m benchmarks.voice_import " + " ".join(sys.argv[1:]),
             "voices": args.voices,
             "runs": args.runs,
+            "fresh_database": args.fresh,
             "machine": machine(),
             "formats": results,
         },

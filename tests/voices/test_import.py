@@ -5,11 +5,17 @@ from __future__ import annotations
 
 import io
 import json
+from datetime import datetime
 
 import pytest
+from django.core.exceptions import ValidationError
 from django.core.management import CommandError, call_command
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from tests.voices.conftest import voice_row
+from voices import services
+from voices.importing import _is_http_url, _url_validator
 from voices.models import Voice
 from voices.services import ImportFailed, voice_import
 
@@ -597,29 +603,264 @@ def test_the_three_formats_of_one_catalogue_import_the_same(tmp_path, file_forma
         assert voice.description == source["description"]
 
 
+# --- the set-based path: COPY into a staging table, one upsert per batch ---------------
+
+
+def row_versions() -> dict[str, tuple[str, datetime]]:
+    """Each voice's physical row version and ``updated_at``: ``ctid`` moves whenever
+    PostgreSQL rewrites a row, even inside the test's own transaction."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT provider_voice_id, ctid::text, updated_at FROM voices_voice")
+        return {vid: (ctid, updated_at) for vid, ctid, updated_at in cursor.fetchall()}
+
+
+def staging_table_exists() -> bool:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT to_regclass('pg_temp.voice_import_staging') IS NOT NULL")
+        return cursor.fetchone()[0]
+
+
+def numbered(count: int, **overrides) -> list[dict]:
+    return [
+        voice_row(provider_voice_id=f"n{i:02d}", name=f"Voice {i}", **overrides)
+        for i in range(count)
+    ]
+
+
+@pytest.fixture(params=["copy", "orm"])
+def writer(request, monkeypatch) -> str:
+    """Runs a test through the PostgreSQL path and through the ORM path other databases
+    (SQLite, the embedded default) take, which must count and write the same."""
+    if request.param == "orm":
+        monkeypatch.setattr(services, "_CopyUpsertWriter", services._OrmWriter)
+    return request.param
+
+
+def test_first_import_into_an_empty_table_creates_every_row(write_json, writer):
+    report = voice_import(path=write_json(numbered(25)), approve=True, batch_size=10)
+
+    assert (report.created, report.updated, report.unchanged, report.skipped) == (25, 0, 0, 0)
+    assert Voice.objects.filter(approved=True, active=True).count() == 25
+    voice = Voice.objects.get(provider_voice_id="n13")
+    assert (voice.name, voice.language, voice.gender) == ("Voice 13", "th", "male")
+    assert not staging_table_exists()
+
+
+def test_text_copy_must_escape_arrives_intact(write_json, writer):
+    description = "Tab\there, a new line\nthen a backslash \\N and \\. and ✓ 🎙"
+    metadata = {"quote": 'say "hi"\tnow', "nested": [{"k": "\\"}], "n": 1.5, "ok": True}
+    path = write_json([{**THAI, "description": description, "metadata": metadata}])
+
+    voice_import(path=path)
+    again = voice_import(path=path)
+
+    voice = Voice.objects.get()
+    assert (voice.description, voice.metadata) == (description, metadata)
+    assert again.unchanged == 1
+
+
+def test_unchanged_reimport_writes_no_row(write_json, writer):
+    path = write_json(numbered(25))
+    voice_import(path=path, approve=True, batch_size=10)
+    before = row_versions()
+
+    report = voice_import(path=path, approve=True, batch_size=7)
+
+    assert (report.created, report.updated, report.unchanged) == (0, 0, 25)
+    assert row_versions() == before  # not one row rewritten, updated_at unmoved
+
+
+def test_only_the_voices_that_differ_are_written(write_json, writer):
+    rows = numbered(10)
+    voice_import(path=write_json(rows), approve=True, batch_size=4)
+    Voice.objects.filter(provider_voice_id="n03").update(active=False)
+    Voice.objects.filter(provider_voice_id="n05").update(approved=False)
+    before = row_versions()
+    changed = Voice.objects.get(provider_voice_id="n07")
+    rows[7] = {**rows[7], "description": "Now with a description", "metadata": {"v": 2}}
+
+    report = voice_import(
+        path=write_json([*rows, voice_row(provider_voice_id="new")]), approve=True, batch_size=4
+    )
+
+    assert (report.created, report.updated, report.unchanged) == (1, 3, 7)
+    after = row_versions()
+    rewritten = {vid for vid in before if after[vid] != before[vid]}
+    assert rewritten == {"n03", "n05", "n07"}  # reactivated, approved again, changed
+    assert all(after[vid][1] > before[vid][1] for vid in rewritten)
+    voice = Voice.objects.get(provider_voice_id="n07")
+    assert (voice.pk, voice.created_at) == (changed.pk, changed.created_at)
+    assert (voice.description, voice.metadata) == ("Now with a description", {"v": 2})
+    assert Voice.objects.filter(active=True, approved=True).count() == 11
+
+
+def test_reimport_without_approve_neither_approves_nor_counts_approval(write_json, writer):
+    path = write_json(numbered(6))
+    voice_import(path=path, batch_size=4)
+
+    report = voice_import(path=path, batch_size=4)
+    approved = voice_import(path=path, approve=True, batch_size=4)
+
+    assert (report.updated, report.unchanged) == (0, 6)
+    assert (approved.updated, approved.unchanged) == (6, 0)
+    assert Voice.objects.filter(approved=True).count() == 6
+
+
+def test_a_bad_row_in_the_middle_leaves_nothing_stored(write_json, writer):
+    voice_import(path=write_json([THAI]))
+    before = row_versions()
+    rows = [{**THAI, "description": "Rewritten"}, *numbered(30)]
+    rows[16] = {**rows[16], "language": "klingon"}  # voice 17, after three batches of 5
+
+    with pytest.raises(ImportFailed) as caught:
+        voice_import(path=write_json(rows), batch_size=5)
+
+    assert [str(error) for error in caught.value.report.errors] == [
+        "line 18 (voice 17), field 'language': Unknown language 'klingon': pass an ISO 639-1 "
+        "code such as 'th' or an English name such as 'Thai'."
+    ]
+    assert row_versions() == before  # the batches written before it were rolled back
+    assert Voice.objects.get().description == "Warm, friendly narrator."
+    assert not staging_table_exists()
+
+
+def test_a_bad_row_in_the_middle_through_the_command(write_json):
+    rows = numbered(30)
+    rows[16] = {**rows[16], "gender": "robot"}
+
+    message = fail(write_json(rows), "--batch-size", "5")
+
+    assert "1 problem(s) in 1 row(s)" in message
+    assert "line 18 (voice 17), field 'gender': unknown gender 'robot'" in message
+    assert not Voice.objects.exists()
+
+
+def test_dry_run_over_many_batches_counts_like_the_import(write_json, writer):
+    rows = numbered(12)
+    voice_import(path=write_json(rows[:8]), batch_size=3)
+    before = row_versions()
+    rows[2] = {**rows[2], "style": "brisk"}
+    path = write_json(rows)
+
+    dry = voice_import(path=path, dry_run=True, batch_size=3)
+    dry_approving = voice_import(path=path, dry_run=True, approve=True, batch_size=5)
+
+    assert (dry.created, dry.updated, dry.unchanged) == (4, 1, 7)
+    assert (dry_approving.created, dry_approving.updated, dry_approving.unchanged) == (4, 8, 0)
+    assert row_versions() == before
+    assert not staging_table_exists()
+    real = voice_import(path=path, batch_size=3)
+    assert (real.created, real.updated, real.unchanged) == (4, 1, 7)
+
+
+def test_each_batch_is_one_upsert_and_no_lookup(write_json):
+    """The set-based path never asks the planner to find a batch's voices: the upsert's
+    conflict check probes the unique index whatever the table's statistics say."""
+    path = write_json(numbered(25))
+
+    with CaptureQueriesContext(connection) as queries:
+        voice_import(path=path, batch_size=10)
+
+    statements = [query["sql"] for query in queries.captured_queries]
+    upserts = [sql for sql in statements if "ON CONFLICT" in sql]
+    assert len(upserts) == 3
+    assert not [sql for sql in statements if "voices_voice" in sql and sql not in upserts]
+
+
 @pytest.mark.django_db(transaction=True)
-def test_an_import_gives_the_planner_statistics_after_its_first_batch(write_json):
-    """Without them, a first import looks each batch up by provider alone and turns
-    quadratic (docs/BENCHMARKS.md); ANALYZE runs once, inside the import's transaction."""
-    from django.db import connection
+def test_an_import_that_wrote_leaves_the_table_analysed(write_json):
+    """Search is planned from the table's statistics, its extended statistics included
+    (voices.selectors); a first import into a new table would leave it with none. ANALYZE
+    runs after the import commits, and only when it wrote something."""
 
     def analyses() -> int:
         with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_stat_clear_snapshot()")  # read the counters afresh
             cursor.execute(
                 "SELECT analyze_count FROM pg_stat_user_tables WHERE relname = 'voices_voice'"
             )
             return cursor.fetchone()[0]
 
-    rows = [voice_row(provider_voice_id=f"v{i}", name=f"Voice {i}") for i in range(25)]
+    path = write_json(numbered(25))
     before = analyses()
-    voice_import(path=write_json(rows), batch_size=10)
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_stat_clear_snapshot()")  # read the counters afresh
-    after_first = analyses()
-    voice_import(path=write_json(rows), batch_size=10)  # unchanged: nothing written
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_stat_clear_snapshot()")
 
-    assert Voice.objects.count() == 25
+    voice_import(path=path, batch_size=10)
+    after_first = analyses()
+    voice_import(path=path, batch_size=10)  # unchanged: nothing written
+    voice_import(path=path, approve=True, dry_run=True)
+
     assert after_first == before + 1
     assert analyses() == after_first
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT count(*) FROM pg_stats_ext WHERE tablename = 'voices_voice' "
+            "AND statistics_name = 'voice_lang_accent' AND most_common_vals IS NOT NULL"
+        )
+        assert cursor.fetchone()[0] == 1
+
+
+# --- validation shortcuts ------------------------------------------------------------------
+
+
+def django_says_valid(url: str) -> bool:
+    try:
+        _url_validator(url)
+    except ValidationError:
+        return False
+    return True
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://cdn.example.com/previews/a.mp3",
+        "HTTP://CDN.example.com/a.mp3?x=1#t",
+        "https://cdn.example.com",
+        "https://cdn.example.com?x=/y",
+        "https://user:pw@cdn.example.com:8080/a",
+        "https://a?b@cdn.example.com/a",  # the validator takes "a?b" for a user name
+        "https://[2001:db8::1]/a",
+        "https://[2001:db8::zz]/a",
+        "https://127.0.0.1:99999/a",
+        "https://пример.рф/a",
+        "https://-bad.example.com/a",
+        "https://cdn.example.com/a b.mp3",
+        "https://cdn.example.com/a\u00a0b.mp3",
+        "https://cdn.example.com/a\tb.mp3",
+        "https://localhost/a",
+        "https:///a",
+        "ftp://cdn.example.com/a",
+        "cdn.example.com/a",
+        "https://cdn.example.com/" + "a" * 2100,
+        "https://" + "a" * 250 + ".com/a",
+    ],
+)
+def test_url_check_agrees_with_djangos_validator(url):
+    assert _is_http_url(url) is django_says_valid(url)
+
+
+def test_escaped_backslash_before_u0000_is_not_a_nul(write_json, write_text):
+    """A file without a NUL escape skips the scan for NULs; one with the text \\u0000
+    (a backslash, then u0000) is scanned and holds none."""
+    path = write_json([{**THAI, "metadata": {"note": "\\u0000"}}])
+    csv_path = write_text(
+        "provider,provider_voice_id,name,language,gender,metadata\n"
+        'acme,c1,Ana,pt,female,"{""note"": ""\\\\u0000""}"\n'
+        'acme,c2,Ana,pt,female,"{""note"": ""\\u0000""}"\n'
+    )
+
+    run(path)
+    message = fail(csv_path)
+
+    assert Voice.objects.get().metadata == {"note": "\\u0000"}
+    assert "line 3 (row 2), field 'metadata': contains a NUL character" in message
+    assert "row 1" not in message
+
+
+def test_nul_in_an_elevenlabs_voice_is_named(write_text):
+    voice = {**ELEVENLABS["voices"][1], "labels": {"gender": "male", "note": "a\x00b"}}
+    path = write_text(json.dumps({"voices": [ELEVENLABS["voices"][0], voice]}), "v.json")
+
+    message = fail(path)
+
+    assert "line 1 (voice 2), field 'metadata': contains a NUL character" in message
