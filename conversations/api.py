@@ -39,6 +39,7 @@ from conversations.selectors import (
     agent_stats,
     conversation_drafts,
     conversation_latest,
+    conversation_latest_for,
     conversations_for,
     run_drafts,
     run_wait,
@@ -322,7 +323,7 @@ class ChatView(_RunStartView):
     def post(self, request: Request, ad_id) -> Response:
         seconds_param(request, "wait", settings.ADSTUDIO_MAX_WAIT_SECONDS)
         # The ad's latest conversation with the ad: one query for the usual message.
-        latest = conversation_latest(ad_id=ad_id, conversations=conversations_for(request.user))
+        latest = conversation_latest_for(request.user, ad_id=ad_id)
         ad = latest.ad if latest else get_object_or_404(ads_for(request.user), pk=ad_id)
         data = ChatInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)

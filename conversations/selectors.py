@@ -9,12 +9,13 @@ from collections import defaultdict
 from datetime import datetime
 from typing import Any
 
+from django.db import connection
 from django.db.models import Avg, Count, F, Min, Q, QuerySet, Sum
 
-from adstudio.db import release_connection
+from adstudio.db import column, columns, from_row, quote_name, release_connection, uuid_param
 from conversations.models import Conversation, Message, ModelCall, Role, Run, RunEvent, RunStatus
 from conversations.run_wakeups import run_wakeups
-from drafts.models import Draft
+from drafts.models import Ad, Draft
 
 
 def runs_for(user) -> QuerySet[Run]:
@@ -118,6 +119,32 @@ def conversation_latest(
     """The ad's latest conversation, from ``conversations`` (all by default)."""
     conversations = Conversation.objects.all() if conversations is None else conversations
     return conversations.filter(ad_id=ad_id).order_by("-created_at").first()
+
+
+def conversation_latest_for(user, *, ad_id: uuid.UUID) -> Conversation | None:
+    """The ad's latest conversation with its ad, if ``user`` may see the ad (its owner, or
+    staff). Plain SQL: every chat message reads it, and compiling the queryset cost more
+    than running it (``benchmarks.chat_post``)."""
+    conversation_table = quote_name(Conversation._meta.db_table)
+    ad_table = quote_name(Ad._meta.db_table)
+    sql = (
+        f"SELECT {columns(Conversation, 'c')}, {columns(Ad, 'a')} "
+        f"FROM {conversation_table} c JOIN {ad_table} a ON a.{column(Ad, 'id')} = "
+        f"c.{column(Conversation, 'ad')} WHERE c.{column(Conversation, 'ad')} = %s"
+    )
+    params = [uuid_param(ad_id)]
+    if not user.is_staff:
+        sql += f" AND a.{column(Ad, 'owner')} = %s"
+        params.append(user.pk)
+    sql += f" ORDER BY c.{column(Conversation, 'created_at')} DESC LIMIT 1"
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    conversation, after = from_row(Conversation, row)
+    conversation.ad, _ = from_row(Ad, row, after)
+    return conversation
 
 
 def agent_stats(*, since: datetime, until: datetime) -> dict[str, Any]:

@@ -180,3 +180,18 @@ def test_a_finished_run_with_no_new_events_returns_at_once(queued_run):
     # then the page is empty and final, and nothing waited
     assert (events, page_status) == ([], RunStatus.CANCELLED)
     assert time.monotonic() - started < 5
+
+
+def test_the_latest_conversation_of_an_ad_is_its_owners_or_staffs(
+    ad, user, other_user, staff_user
+):
+    older = Conversation.objects.create(ad=ad)
+    newer = Conversation.objects.create(ad=ad)
+    Conversation.objects.filter(pk=older.pk).update(created_at=newer.created_at.replace(year=2020))
+    for reader in (user, staff_user):
+        with CaptureQueriesContext(connection) as queries:
+            latest = selectors.conversation_latest_for(reader, ad_id=ad.pk)
+            assert latest.pk == newer.pk
+            assert latest.ad.pk == ad.pk and latest.ad.owner_id == user.pk
+        assert len(queries) == 1  # the ad comes with it
+    assert selectors.conversation_latest_for(other_user, ad_id=ad.pk) is None
