@@ -251,3 +251,23 @@ def start(command: list[str], env: dict[str, str], log: Path) -> subprocess.Pope
         return subprocess.Popen(
             command, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
         )
+
+
+def source_revision() -> str:
+    """The commit measured and, if the working tree differs from it, a digest of the
+    differences (tracked and untracked files): in a checkout others edit, two figures
+    are of the same code only if this is the same for both."""
+    import hashlib
+
+    def git(*args: str) -> bytes:
+        return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, check=True).stdout
+
+    head = git("log", "-1", "--format=%h").decode().strip()
+    digest = hashlib.sha1(git("diff", "HEAD"))
+    for name in sorted(git("ls-files", "--others", "--exclude-standard", "-z").split(b"\0")):
+        path = ROOT / name.decode()
+        if name and path.is_file():
+            digest.update(name + path.read_bytes())
+    if digest.hexdigest() == hashlib.sha1(b"").hexdigest():
+        return head
+    return f"{head} with uncommitted changes {digest.hexdigest()[:10]}"

@@ -18,20 +18,41 @@ wall time is rounds x latency: concurrency should be bounded by the provider.
 ``commit``: what durable commits cost the loop. The ``loop`` session, ``--runs`` times
 with every commit waiting for the disk (as the loop commits) and ``--runs`` times with
 ``synchronous_commit = off`` (as its steps committed before), alternately run by run.
+
+``instructions``: CPU instructions per round of this Python process, counted by
+callgrind, so that an A/B of a change is a count rather than a reading of a noisy clock.
+Runs ``loop --runs N --turns 5`` under valgrind for ``--small`` and ``--large`` N and
+divides the difference by the rounds between them (set-up cancels out). About 100x
+slower than natively: a pair of counts takes minutes.
+
+    DATABASE_URL=... .venv/bin/python -m benchmarks.agent_loop instructions \\
+        [--small 2] [--large 12] [--top 15]
+
+It runs on a database of its own (``adstudio_bench_instructions``) with the sample
+catalogue. ``--database`` chooses any mode's database; ``--sample-catalogue`` lets ``loop``
+import the sample catalogue into an empty one.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import re
+import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from benchmarks._bench_db import (
+    DEFAULT_DATABASE,
+    RESULTS,
+    ROOT,
     CpuSteal,
     bench_database_url,
     create_database,
@@ -39,10 +60,17 @@ from benchmarks._bench_db import (
     machine,
     percentile,
     setup_django,
+    source_revision,
     write_results,
 )
 
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
+
+    from conversations.models import Conversation
+
 ROUNDS = 5
+INSTRUCTIONS_DATABASE = "adstudio_bench_instructions"
 
 
 def next_step(after_user: list[tuple[str, str]], language: str) -> tuple[str, Any]:
@@ -128,6 +156,33 @@ def scripted_binding():
     return director, providers.ProviderBinding(name="scripted", model="scripted", provider=director)
 
 
+def new_conversation(owner: User) -> Conversation:
+    """A new ad (the standard Thai brief) and its conversation."""
+    from conversations.models import Conversation
+    from drafts.models import Ad
+
+    ad = Ad.objects.create(
+        owner=owner,
+        title="bench",
+        client="Spotify Premium family plan",
+        language="th",
+        duration_s=30,
+    )
+    return Conversation.objects.create(ad=ad)
+
+
+def import_sample_catalogue_if_empty() -> None:
+    """The sample catalogue (360 voices, 15 of them Thai), approved, unless the database
+    already has approved Thai voices (e.g. the 100,000-voice catalogue)."""
+    from django.core.management import call_command
+
+    from voices.models import Voice
+
+    if not Voice.objects.filter(language="th", approved=True, active=True).exists():
+        catalogue = ROOT / "voices/fixtures/sample_catalogue.json"
+        call_command("import_voices", str(catalogue), "--approve", verbosity=0)
+
+
 def measure_turn(conversation, text: str, director) -> tuple[float, int]:
     """(milliseconds without model time, queries) of one turn run in this process."""
     from django.db import connection
@@ -159,10 +214,10 @@ def loop_mode(args) -> dict:
     from django.contrib.auth.models import User
 
     from conversations import providers
-    from conversations.models import Conversation
-    from drafts.models import Ad
     from voices.models import Voice
 
+    if args.sample_catalogue:
+        import_sample_catalogue_if_empty()
     if not Voice.objects.filter(language="th", approved=True, active=True).exists():
         sys.exit(
             "No approved Thai voices: run `python -m benchmarks.voice_search` once first "
@@ -172,30 +227,22 @@ def loop_mode(args) -> dict:
     providers.route = lambda **kwargs: [binding]  # the loop asks the router for its provider
     owner, _ = User.objects.get_or_create(username="bench")
 
-    def new_conversation() -> Conversation:
-        ad = Ad.objects.create(
-            owner=owner,
-            title="bench",
-            client="Spotify Premium family plan",
-            language="th",
-            duration_s=30,
-        )
-        return Conversation.objects.create(ad=ad)
-
-    measure_turn(new_conversation(), "warm-up", director)
-    per_run = [measure_turn(new_conversation(), "Make the ad.", director) for _ in range(args.runs)]
+    measure_turn(new_conversation(owner), "warm-up", director)
+    per_run = [
+        measure_turn(new_conversation(owner), "Make the ad.", director) for _ in range(args.runs)
+    ]
     ms_per_round = [ms / ROUNDS for ms, _ in per_run]
     queries_per_round = [q / ROUNDS for _, q in per_run]
 
     # One conversation grows to turn N - 5; then its last five turns alternate with the
     # first turns of five new conversations, so that turn 1 and turn N are timed in the
     # same minute: this machine's speed drifts more within a minute than the ratio's margin.
-    conversation = new_conversation()
+    conversation = new_conversation(owner)
     for n in range(1, args.turns - 4):
         measure_turn(conversation, f"Turn {n}: another take.", director)
     firsts, lasts = [], []
     for n in range(args.turns - 4, args.turns + 1):
-        firsts.append(measure_turn(new_conversation(), "Turn 1: another take.", director))
+        firsts.append(measure_turn(new_conversation(owner), "Turn 1: another take.", director))
         lasts.append(measure_turn(conversation, f"Turn {n}: another take.", director))
     first = statistics.median(ms for ms, _ in firsts)
     last = statistics.median(ms for ms, _ in lasts)
@@ -242,17 +289,13 @@ def commit_mode(args) -> dict:
     import weakref
 
     from django.contrib.auth.models import User
-    from django.core.management import call_command
     from django.db import connection
 
     from conversations import providers
     from conversations.models import Conversation
     from drafts.models import Ad
-    from voices.models import Voice
 
-    if not Voice.objects.filter(language="th", approved=True, active=True).exists():
-        catalogue = Path(__file__).resolve().parent.parent / "voices/fixtures/sample_catalogue.json"
-        call_command("import_voices", str(catalogue), "--approve", verbosity=0)
+    import_sample_catalogue_if_empty()
     director, binding = scripted_binding()
     providers.route = lambda **kwargs: [binding]
     owner, _ = User.objects.get_or_create(username="bench")
@@ -413,16 +456,245 @@ def worker_mode(args) -> dict:
     return result
 
 
+# --- instructions mode -------------------------------------------------------------------
+
+# The child's interpreter ends without its teardown: the final collection and the
+# freeing of every object are not per-round work, and their count moved by up to 40 M
+# between two runs of the same code. The cyclic collector stays on, as in production: it
+# runs by allocation counts, the same for the same work. With it off (gc.disable()), the
+# garbage it kept made the allocator's count depend on where objects landed: two counts
+# of the same 12 sessions differed by 2.3 M, against 0.08 M with it on.
+_CALLGRIND_CHILD = (
+    "import os, runpy, sys; "
+    "runpy.run_module({module!r}, run_name='__main__', alter_sys=True); "
+    "sys.stdout.flush(); sys.stderr.flush(); os._exit(0)"
+)
+_EVAL_LOOP = re.compile(r"_PyEval_EvalFrameDefault(?:'\d+)?")
+# A function's line in callgrind_annotate's table: "1,234 (12.34%)  file:function [object]".
+_ANNOTATE_LINE = re.compile(r"^\s*(?P<count>[\d,]+) \(\s*[\d.]+%\)\s+(?P<where>.+)$")
+
+
+def callgrind_run(module: str, arguments: list[str], out_file: Path) -> float:
+    """Run ``python -m module *arguments`` under callgrind into ``out_file``; returns the
+    wall seconds it took. String hashing is fixed (PYTHONHASHSEED=0), the run heartbeat
+    silenced and the teardown skipped, so that the same work counts the same."""
+    if shutil.which("valgrind") is None or shutil.which("callgrind_annotate") is None:
+        sys.exit("Counting instructions needs valgrind: apt-get install valgrind")
+    env = {
+        **os.environ,
+        "PYTHONHASHSEED": "0",
+        "LOG_LEVEL": "WARNING",
+        # The run heartbeat beats by the clock, every 10 s: natively once in hundreds of
+        # sessions, under valgrind every few, and as many times as the machine is slow.
+        # With it (and the collector off), two counts of the same code differed by 14% per
+        # round; without it, two totals of the same work by 0.0001%.
+        "ADSTUDIO_HEARTBEAT_INTERVAL": "3600",
+        "ADSTUDIO_RUN_STALE_AFTER": "7200",
+    }
+    command = [
+        "valgrind",
+        "--tool=callgrind",
+        f"--callgrind-out-file={out_file}",
+        sys.executable,
+        "-c",
+        _CALLGRIND_CHILD.format(module=module),
+        *arguments,
+    ]
+    log = out_file.with_suffix(".log")
+    started = time.perf_counter()
+    with log.open("w") as out:
+        done = subprocess.run(command, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
+    if done.returncode:
+        sys.exit(f"{' '.join(command)} failed ({done.returncode}): see {log}")
+    return time.perf_counter() - started
+
+
+def callgrind_total(out_file: Path) -> int:
+    """The file's total instruction count (its ``totals:`` or ``summary:`` line)."""
+    total = None
+    with out_file.open() as lines:
+        for line in lines:
+            if line.startswith(("totals:", "summary:")):
+                total = int(line.split()[1])
+    if total is None:
+        sys.exit(f"{out_file} has no totals: line; did valgrind finish?")
+    return total
+
+
+def parse_annotate(listing: str) -> dict[str, int]:
+    """Self instructions per function in a ``callgrind_annotate --inclusive=no`` listing,
+    keyed "function [library]" ("?" where the listing names none: mostly the interpreter's
+    inlined code). Callgrind lists a function's recursion levels apart (``f'2``); they
+    are added up.
+
+    Self counts, not inclusive ones: through the interpreter's recursion, callgrind's
+    inclusive counts of its C functions exceed the program's total and say nothing of
+    which Python function spent them (cProfile says that)."""
+    counts: dict[str, int] = {}
+    for line in listing.splitlines():
+        match = _ANNOTATE_LINE.match(line)
+        if not match or "PROGRAM TOTALS" in line:
+            continue
+        where, _, library = match["where"].partition(" [")
+        function = re.sub(r"'\d+$", "", where.rpartition(":")[2])
+        key = f"{function} [{Path(library.rstrip(']')).name or '?'}]"
+        counts[key] = counts.get(key, 0) + int(match["count"].replace(",", ""))
+    return counts
+
+
+def callgrind_functions(out_file: Path) -> dict[str, int]:
+    """Self instructions per function of ``out_file``."""
+    listing = subprocess.run(
+        ["callgrind_annotate", "--inclusive=no", "--threshold=100", "--auto=no", str(out_file)],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    return parse_annotate(listing)
+
+
+def instructions_per_round(
+    label: str,
+    module: str,
+    arguments_for: Callable[[int], list[str]],
+    *,
+    small: int,
+    large: int,
+    rounds: int = ROUNDS,
+    top: int = 0,
+) -> dict:
+    """Count ``python -m module *arguments_for(n)`` for n = ``small`` and ``large``
+    sessions; the difference over the ``(large - small) * rounds`` rounds between them is
+    the instructions of a round, the process's start, imports and set-up cancelled out.
+
+    A native run comes before each count, so that what happens once (creating and
+    migrating the database, importing the catalogue, compiling an edited module) falls
+    in neither; both counts must be of the same code (``source_revision``).
+
+    Also the interpreter's own share (the self count of ``_PyEval_EvalFrameDefault``)
+    and, with ``top``, where a round's instructions go: per library and the ``top``
+    functions by self count."""
+    directory = RESULTS / "callgrind"
+    directory.mkdir(parents=True, exist_ok=True)
+    stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
+    counts: dict[int, dict] = {}
+    functions: dict[int, dict[str, int]] = {}
+    for n in (small, large):
+        # Natively first, each time: a migration or a module edited since the last run
+        # (others work in this checkout) is applied and compiled outside the count.
+        subprocess.run(
+            [sys.executable, "-m", module, *arguments_for(small)],
+            cwd=ROOT,
+            stdout=subprocess.DEVNULL,
+            check=True,
+        )
+        source = source_revision()
+        out_file = directory / f"{label}-{stamp}-n{n}.out"
+        seconds = callgrind_run(module, arguments_for(n), out_file)
+        if source_revision() != source:
+            sys.exit(f"The code changed while {label} n={n} was counted: count again.")
+        functions[n] = callgrind_functions(out_file)
+        counts[n] = {
+            "source": source,
+            "file": str(out_file),
+            "seconds": seconds,
+            "total": callgrind_total(out_file),
+            "eval_self": sum(v for k, v in functions[n].items() if _EVAL_LOOP.match(k)),
+        }
+        print(
+            f"  {label} n={n}: {counts[n]['total']:,} instructions "
+            f"({counts[n]['eval_self']:,} in the eval loop), {seconds:.0f} s under valgrind"
+        )
+    if counts[small]["source"] != counts[large]["source"]:
+        sys.exit(
+            f"The code changed between the counts of {label} ({counts[small]['source']}, "
+            f"then {counts[large]['source']}): their difference is not a round's. Count again."
+        )
+    between = (large - small) * rounds
+    result = {
+        "label": label,
+        "source": counts[small]["source"],
+        "command": f"python -m {module} {' '.join(arguments_for(large))}",
+        "small": small,
+        "large": large,
+        "rounds_between": between,
+        "counts": counts,
+        "per_round": (counts[large]["total"] - counts[small]["total"]) / between,
+        "eval_self_per_round": (counts[large]["eval_self"] - counts[small]["eval_self"]) / between,
+    }
+    print(
+        f"  {label}: {result['per_round'] / 1e6:.3f} M instructions per round, "
+        f"{result['eval_self_per_round'] / 1e6:.3f} M of them the eval loop's own"
+    )
+    if top:
+        growth = {
+            k: (v - functions[small].get(k, 0)) / between for k, v in functions[large].items()
+        }
+        libraries: dict[str, float] = {}
+        for key, count in growth.items():
+            library = key.rpartition(" [")[2].rstrip("]")
+            libraries[library] = libraries.get(library, 0) + count
+        result["libraries_per_round"] = sorted(libraries.items(), key=lambda kv: -kv[1])[:top]
+        result["top_self_per_round"] = sorted(growth.items(), key=lambda kv: -kv[1])[:top]
+        print("    per round, by library:")
+        for name, count in result["libraries_per_round"]:
+            print(f"    {count / 1e6:9.3f} M  {name}")
+        print("    per round, by function (self):")
+        for name, count in result["top_self_per_round"]:
+            print(f"    {count / 1e6:9.3f} M  {name}")
+    return result
+
+
+def instructions_mode(args) -> dict:
+    """Our loop's ``loop`` session under callgrind (see the module's docstring), on a
+    database of its own: another benchmark's start ends the runs it finds unfinished in
+    its database (``empty_work_queue``), and a run under valgrind is unfinished for
+    seconds."""
+    child = ["--turns", "5", "--database", args.database, "--sample-catalogue"]
+    print(
+        f"instructions: loop --runs N {' '.join(child)} under callgrind, N = {args.small} "
+        f"and {args.large}; a count per round of this Python process (PostgreSQL's own "
+        "work, in its server processes, is not counted)"
+    )
+    return instructions_per_round(
+        "agent_loop",
+        "benchmarks.agent_loop",
+        lambda n: ["loop", "--runs", str(n), *child],
+        small=args.small,
+        large=args.large,
+        top=args.top,
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("mode", choices=["loop", "worker", "commit"])
+    parser.add_argument("mode", choices=["loop", "worker", "commit", "instructions"])
     parser.add_argument("--runs", type=int, default=None)
     parser.add_argument("--turns", type=int, default=100)
     parser.add_argument("--latency", type=float, default=1.0)
     parser.add_argument("--workers", type=int, default=1, help="worker processes (worker mode)")
+    parser.add_argument("--small", type=int, default=2, help="sessions, smaller count")
+    parser.add_argument("--large", type=int, default=12, help="sessions, larger count")
+    parser.add_argument("--top", type=int, default=0, help="list the N costliest functions")
+    parser.add_argument(
+        "--database",
+        help=f"the database on DATABASE_URL's server (default {DEFAULT_DATABASE}; "
+        f"instructions: {INSTRUCTIONS_DATABASE})",
+    )
+    parser.add_argument(
+        "--sample-catalogue",
+        action="store_true",
+        help="loop: import the sample catalogue if the database has no Thai voices",
+    )
     args = parser.parse_args()
+    if args.mode == "instructions":
+        args.database = args.database or INSTRUCTIONS_DATABASE
+        bench_database_url()  # the children need DATABASE_URL: say so before valgrind starts
+        result = instructions_mode(args)
+        print(f"results: {write_results('agent_loop_instructions', result)}")
+        return
     args.runs = args.runs or {"loop": 50, "commit": 30}.get(args.mode, 100)
-    url = bench_database_url()
+    url = bench_database_url(args.database or DEFAULT_DATABASE)
     create_database(url)
     setup_django(url)
     with CpuSteal() as steal:
