@@ -11,7 +11,12 @@ searches (an equal share of: language only; + gender; + accent; + style; zero re
 per kind (medians over runs) and the queries each search made (CaptureQueriesContext,
 in a separate pass so capturing does not add to the timings). The zero-result searches
 are timed twice: with the facet cache as a live process has it, and with it emptied
-before each search. Results also go to benchmarks/results/.
+before each search (a fresh process, or the first search after a catalogue change). An
+empty cache means reading the facet counts that triggers keep in ``voices_facet_count``
+(PostgreSQL): the benchmark prints how many rows the largest language has there (one per
+value and write statement right after the import, one per value once a later write folds
+them), as that read is most of the cold search's cost. Results also go to
+benchmarks/results/.
 """
 
 from __future__ import annotations
@@ -180,6 +185,12 @@ def main(argv: list[str] | None = None) -> None:
     with connection.cursor() as cursor:
         cursor.execute("VACUUM ANALYZE voices_voice")
     queries = make_queries(args.searches, args.seed)
+    facet_rows = facet_count_rows()
+    if facet_rows:
+        print(
+            "facet count rows: {total:,} in all, {largest_rows:,} for {largest} "
+            "(its {largest_values} values)".format(**facet_rows)
+        )
     if args.explain:
         explain(queries)
 
@@ -224,23 +235,70 @@ def main(argv: list[str] | None = None) -> None:
             "runs": args.runs,
             "seed": args.seed,
             "machine": machine(),
+            "facet_count_rows": facet_rows,
             "kinds": summary,
         },
     )
     print(f"\nwrote {path}")
 
 
+def facet_count_rows() -> dict[str, Any] | None:
+    """The size of ``voices_facet_count`` (PostgreSQL), for the language with most rows."""
+    from django.db import connection
+
+    if connection.vendor != "postgresql":
+        return None
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT language, count(*), count(DISTINCT (gender, accent, locale, style, use_case))"
+            " FROM voices_facet_count GROUP BY language ORDER BY 2 DESC, 1"
+        )
+        rows = cursor.fetchall()
+    if not rows:
+        return None
+    largest, largest_rows, largest_values = rows[0]
+    return {
+        "total": sum(row[1] for row in rows),
+        "largest": largest,
+        "largest_rows": largest_rows,
+        "largest_values": largest_values,
+    }
+
+
 def explain(queries) -> None:
-    from voices.selectors import voice_query, voice_queryset
+    """One plan per kind, of the SQL the tool runs; then the facet counts' read."""
+    from django.db import connection
+
+    from voices.selectors import (
+        _COMPACT_FIELDS,
+        _FACET_COUNTS_SQL,
+        _style_search_sql,
+        voice_query,
+        voice_queryset,
+    )
 
     seen: set[str] = set()
-    for kind, raw in queries:
-        if kind in seen or kind == "zero":
-            continue
-        seen.add(kind)
-        filters = {k: v for k, v in raw.items() if k in ("language", "gender", "accent", "style")}
-        qs = voice_queryset(voice_query(**filters)).values("id", "name")[:10]
-        print(f"--- {kind}: {raw}\n{qs.explain(analyze=True)}\n")
+    with connection.cursor() as cursor:
+        for kind, raw in queries:
+            if kind in seen or kind == "zero":
+                continue
+            seen.add(kind)
+            filters = {
+                k: v for k, v in raw.items() if k in ("language", "gender", "accent", "style")
+            }
+            query = voice_query(**filters)
+            if query.style_words:
+                sql, params = _style_search_sql(query, 10)
+            else:
+                sql, params = (
+                    voice_queryset(query).values(*_COMPACT_FIELDS)[:10].query.sql_with_params()
+                )
+            cursor.execute(f"EXPLAIN (ANALYZE, BUFFERS) {sql}", params)
+            plan = "\n".join(row[0] for row in cursor.fetchall())
+            print(f"--- {kind}: {raw}\n{plan}\n")
+        cursor.execute(f"EXPLAIN (ANALYZE, BUFFERS) {_FACET_COUNTS_SQL}", ["en"])
+        plan = "\n".join(row[0] for row in cursor.fetchall())
+        print(f"--- zero-result facets of en\n{plan}\n")
 
 
 if __name__ == "__main__":

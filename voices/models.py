@@ -59,7 +59,8 @@ class Voice(models.Model):
         # Each serves one filter of voices.selectors.voice_queryset; search reads only
         # approved, active rows, and (name, id) order lets "first 10 by name" stop after
         # 10 rows. Style words use a full-text index that migration 0002 creates on
-        # PostgreSQL only. docs/voices.md has the query plans these were chosen for.
+        # PostgreSQL only; facet counts come from a table that migration 0003's triggers
+        # keep there. docs/voices.md has the query plans these were chosen for.
         indexes = [
             models.Index(
                 fields=["language", "name", "id"],
@@ -76,12 +77,24 @@ class Voice(models.Model):
             # full indexes, and without them it misjudges how many voices match.
             models.Index(F("language"), Upper("accent"), name="voice_search_accent"),
             models.Index(F("language"), Upper("locale"), name="voice_search_locale"),
-            # Zero-result facets: counting by these columns reads this index in order
-            # (an index-only GroupAggregate) instead of hashing rows fetched from the table.
+            # style= ranks voices whose style or use case is the phrase asked for first: these
+            # give them in (name, id) order, so the first 10 are the first index entries.
+            # Partial, so migration 0003 adds statistics on their expressions.
             models.Index(
-                fields=["language", "gender", "accent", "locale", "style", "use_case"],
+                F("language"),
+                Upper("style"),
+                F("name"),
+                F("id"),
                 condition=SEARCHABLE,
-                name="voice_search_facets",
+                name="voice_search_style",
+            ),
+            models.Index(
+                F("language"),
+                Upper("use_case"),
+                F("name"),
+                F("id"),
+                condition=SEARCHABLE,
+                name="voice_search_use_case",
             ),
             models.Index(fields=["approved", "active"], name="voice_approved_active"),
             # max(updated_at) is the catalogue version that keys the search facet caches.

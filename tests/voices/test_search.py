@@ -8,10 +8,13 @@ from voices.languages import UnknownLanguage
 from voices.models import Voice
 from voices.selectors import (
     InvalidSearch,
+    _style_search_sql,
     approved_voices_by_id,
     catalogue_languages,
     search_voices,
     voice_facets,
+    voice_query,
+    voice_queryset,
 )
 
 pytestmark = pytest.mark.django_db
@@ -227,6 +230,125 @@ def test_style_words_use_the_full_text_index(make_voice):
     plan = Voice.objects.filter(_WordsMatch("warm")).explain()
 
     assert "Bitmap Index Scan on voice_search_words" in plan
+
+
+def _generated_catalogue(count: int, seed: int) -> None:
+    """``count`` voices of the benchmark generator (every language), a tenth unapproved,
+    and voices whose descriptions name styles they do not have (partial matches)."""
+    from benchmarks.catalogue_generator import generate
+
+    Voice.objects.bulk_create(
+        Voice(**row, approved=number % 10 != 3) for number, row in enumerate(generate(count, seed))
+    )
+    Voice.objects.bulk_create(
+        Voice(
+            provider="partial",
+            provider_voice_id=f"p{number}",
+            name=f"{'ABCDEFGHIJKLMNOPQRSTUVWXYZ'[number % 26]}{number} Partial",
+            language=("en", "th", "pt")[number % 3],
+            locale=("en-GB", "th-TH", "pt-BR")[number % 3],
+            gender=("male", "female")[number % 2],
+            accent="british" if number % 3 == 0 else "",
+            style="deep",
+            use_case="podcast",
+            description="Warm, conversational; made for social media and e-learning.",
+            approved=True,
+        )
+        for number in range(90)
+    )
+
+
+def _ids(results: list[dict[str, str]]) -> list[str]:
+    return [r["id"] for r in results]
+
+
+def test_style_search_gives_what_the_ranked_queryset_gives():
+    """The style search reads the voices of equal style or use case from their indexes and
+    the other word matches only when those run short; the API pages ``voice_queryset``.
+    Both must give the same voices in the same order, whichever branch supplies them."""
+    _generated_catalogue(900, seed=5)
+    styles = [
+        "warm",  # a style: many exact voices in English, few in Thai
+        "conversational",  # a style and a use case: the same voice can be both
+        "social media",  # a use case of two words
+        "e-learning",  # its words are "e learning": no voice's use case equals that
+        "warm read",  # in descriptions only: every match is a partial one
+        "Narration",
+        "gentle",  # a description word that is no style
+        "yodelling",  # nothing
+    ]
+    searches = [
+        {"language": "en"},
+        {"language": "en", "gender": "male"},
+        {"language": "en-GB", "gender": "female"},
+        {"language": "en", "accent": "british"},
+        {"language": "th"},
+        {"language": "pt", "gender": "female", "accent": "BR"},
+    ]
+    compared = 0
+    for filters in searches:
+        for style in styles:
+            query = voice_query(**filters, style=style)
+            for count in (1, 3, 10, 50):
+                expected = list(voice_queryset(query).values_list("id", flat=True)[:count])
+                found = _ids(search_voices(**filters, style=style, count=count))
+                assert found == [str(pk) for pk in expected], (filters, style, count)
+                compared += bool(expected)
+    assert compared > 100  # most searches found voices: the comparison means something
+
+
+def test_style_search_reads_other_matches_only_when_exact_ones_run_short(make_voice):
+    from django.db import connection
+
+    for number in range(12):
+        make_voice(
+            name=f"Exact {number:02d}",
+            style="warm" if number % 2 else "calm",
+            use_case="warm" if number % 2 == 0 else "",
+        )
+    make_voice(name="Aaron", description="A warm read.")
+
+    def plan(count: int) -> str:
+        sql, params = _style_search_sql(voice_query(language="en", style="warm"), count)
+        with connection.cursor() as cursor:
+            cursor.execute(f"EXPLAIN (ANALYZE, COSTS OFF) {sql}", params)
+            return "\n".join(row[0] for row in cursor.fetchall())
+
+    # 12 exact matches fill 10 places: the word-match branch is never started.
+    assert "One-Time Filter" in plan(10)
+    assert "never executed" in plan(10)
+    assert names(search_voices("en", style="warm", count=10))[-1] == "Exact 09"
+    # 12 cannot fill 13: Aaron, a partial match, comes after every exact one.
+    assert "never executed" not in plan(13)
+    assert names(search_voices("en", style="warm", count=13))[-1] == "Aaron"
+
+
+def test_style_search_uses_the_style_and_use_case_indexes():
+    """Their expressions (language, UPPER(style|use_case), name, id) must be what the query
+    compares and orders by, or "first 10" reads every match to sort them (migration 0003)."""
+    from django.db import connection
+
+    Voice.objects.bulk_create(
+        Voice(
+            provider="test",
+            provider_voice_id=f"v{number}",
+            name=f"Voice {number:03d}",
+            language="en",
+            gender="female",
+            style="warm" if number % 50 == 0 else "calm",
+            use_case="warm" if number % 50 == 1 else "news",
+            approved=True,
+        )
+        for number in range(1000)
+    )
+    sql, params = _style_search_sql(voice_query(language="en", style="warm"), 10)
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE voices_voice")
+        cursor.execute(f"EXPLAIN {sql}", params)
+        plan = "\n".join(row[0] for row in cursor.fetchall())
+
+    assert "Index Scan using voice_search_style" in plan
+    assert "Index Scan using voice_search_use_case" in plan
 
 
 # --- facets and languages ----------------------------------------------------------------
