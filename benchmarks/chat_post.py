@@ -36,9 +36,7 @@ from benchmarks._bench_db import (
     empty_work_queue,
     setup_django,
 )
-
-BROKER = os.environ.get("ADSTUDIO_BENCH_BROKER_URL", "redis://127.0.0.1:6379/14")
-CACHE = os.environ.get("ADSTUDIO_BENCH_CACHE_URL", "redis://127.0.0.1:6379/13")
+from benchmarks.api_load import BROKER, CACHE  # the same Redis databases by default
 
 
 def prepare(ads: int, broker: str, cache: str):
