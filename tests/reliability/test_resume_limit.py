@@ -41,8 +41,12 @@ def kill_and_recover(worker, run: Run) -> None:
     runs_recover()
 
 
-def test_a_run_that_kills_its_worker_every_time_ends_failed(worker, fake_openai, make_ad):
+def test_a_run_that_kills_its_worker_every_time_ends_failed(worker, fake_openai, make_ad, settings):
     worker.env["ADSTUDIO_RUN_MAX_RESUMES"] = "1"  # read by the workers started from now on
+    # The test's own sweep (kill_and_recover) takes a run for dead when the workers do:
+    # with the default 120 s it handed nothing on, and the run moved only when a new
+    # worker came up slowly enough for its start-up sweep to find the heartbeat stale.
+    settings.ADSTUDIO_RUN_STALE_AFTER = STALE_AFTER
     fake_openai.script(
         turn("never delivered", delay=30.0),  # attempt 1: its worker is killed meanwhile
         turn("never delivered either", delay=30.0),  # attempt 2 (the one resume): the same
