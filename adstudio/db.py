@@ -13,7 +13,7 @@ from decimal import Decimal
 from functools import cache
 from typing import Any
 
-from django.db import connection, transaction
+from django.db import IntegrityError, connection, transaction
 from django.db.models import Field, Model, UUIDField
 from django.db.models.fields import AutoFieldMixin
 
@@ -47,6 +47,18 @@ def planned_per_query() -> Iterator[None]:
         yield
     finally:
         driver.prepare_threshold = threshold
+
+
+class WriteConflict(IntegrityError):
+    """A batch's row collided with a row a concurrent writer has committed (a unique
+    constraint): what the batch was built from is stale, and nothing of it was written.
+    The writer reads again and builds its rows anew."""
+
+
+def _unique_violation(exc: IntegrityError) -> bool:
+    return getattr(exc.__cause__, "sqlstate", None) == "23505" or (
+        connection.vendor == "sqlite" and "UNIQUE constraint failed" in str(exc)
+    )
 
 
 @dataclass(frozen=True)
@@ -86,7 +98,8 @@ class Batch:
     database acknowledged survives a crash of the database (docs/RELIABILITY.md).
 
     With a ``fence``, the batch is written only while the fence's row holds its values,
-    checked by the same statement; ``write()`` says whether it was.
+    checked by the same statement; ``write()`` says whether it was. A row that a unique
+    constraint refuses raises ``WriteConflict``.
     """
 
     def __init__(self, *, fence: Fence | None = None) -> None:
@@ -136,6 +149,14 @@ class Batch:
     def write(self) -> bool:
         """Write what is staged and clear it. False when the fence no longer holds: then
         nothing was written."""
+        try:
+            return self._write()
+        except IntegrityError as exc:
+            if _unique_violation(exc):
+                raise WriteConflict(str(exc)) from exc
+            raise
+
+    def _write(self) -> bool:
         fence = self.fence if connection.vendor == "postgresql" else None
         writes = [
             _insert_sql(model, rows, fenced=fence is not None) for model, rows in self._rows.items()

@@ -32,8 +32,9 @@ class ToolContext:
     run_id: uuid.UUID | None = None
     tool_call_id: str = ""
     # Where a writing tool stages its rows, to be written in one statement with the
-    # recording of its result (inside the call's transaction); None: rows are written
-    # at once. Holds this call's writes only: a failed handler's are discarded.
+    # recording of its result, without a transaction; None: rows are written at once,
+    # inside the call's transaction. Holds this call's writes only: a failed handler's
+    # are discarded.
     batch: Batch | None = None
 
 

@@ -19,7 +19,7 @@ from django.conf import settings
 from django.db import DatabaseError, InterfaceError, OperationalError
 
 from adstudio import log_context, observability
-from adstudio.db import release_connection
+from adstudio.db import WriteConflict, release_connection
 from adstudio.tools import ToolContext
 from conversations import providers, run_log
 from conversations.heartbeat import Heartbeat
@@ -187,6 +187,8 @@ def _execute(claim: Claim, *, give_up: bool) -> None:
         return
     except (OperationalError, InterfaceError) as exc:
         raise _ResumeFromDatabase(f"its database connection was lost ({exc})") from exc
+    except WriteConflict as exc:  # e.g. a draft version another run took: nothing written
+        raise _ResumeFromDatabase(f"a concurrent writer took a row it wrote ({exc})") from exc
     except providers.ProviderUnavailable as exc:
         outcome = Stop(RunStatus.FAILED, StopCause.ERROR, "provider_unavailable", str(exc))
     except ProviderError as exc:

@@ -19,6 +19,7 @@ from django.db import InterfaceError, OperationalError, transaction
 from pydantic import BaseModel, ValidationError
 
 from adstudio import observability
+from adstudio.db import WriteConflict
 from adstudio.tools import Tool, ToolContext, ToolError, ToolResult, WrittenDraft
 from conversations.providers import ToolCall, ToolSpec
 from drafts.tools import CREATE_MUSIC_DRAFT, CREATE_SFX_DRAFT, CREATE_VOICE_DRAFT, GET_CURRENT_STATE
@@ -114,10 +115,14 @@ def execute_tool_call(
     a ``ToolError`` all come back as error results the model can act on. A lost
     database connection is raised: it is no fault of the call.
 
-    ``record(outcome)`` (persisting the tool message) runs in the same transaction as the
-    handler, so a result is stored exactly when the handler's writes are. A handler that
-    fails rolls back everything it wrote; its error result is then recorded on its own.
-    A read-only tool has nothing to roll back and runs without a transaction.
+    ``record(outcome)`` (persisting the tool message) stores the result exactly when the
+    handler's writes are. With the call's batch (``ctx.batch``) the handler only reads and
+    stages its rows there, and ``record`` writes them with the result in one statement:
+    no transaction is needed. Without one, the handler and ``record`` run in one
+    transaction. A handler that fails leaves nothing written; its error result is then
+    recorded on its own. A read-only tool runs without a transaction. A lost database
+    connection and a ``WriteConflict`` (the handler read before a concurrent writer
+    committed) are raised: the caller reads again and calls the tool again.
     """
     prepared = _prepare(call, ctx)
     if isinstance(prepared, ToolOutcome):
@@ -125,7 +130,7 @@ def execute_tool_call(
     else:
         tool, args = prepared
         try:
-            with transaction.atomic() if tool.writes else nullcontext():
+            with transaction.atomic() if tool.writes and ctx.batch is None else nullcontext():
                 result = tool.handler(ctx, args)
                 if isinstance(result, ToolResult):
                     outcome = ToolOutcome(result.content, is_error=False, draft=result.draft)
@@ -137,9 +142,10 @@ def execute_tool_call(
         except ToolError as exc:
             outcome = ToolOutcome(exc.as_result(), is_error=True)
             _discard_staged(ctx)
-        except (OperationalError, InterfaceError):
-            # The database went away (a restart, a dropped connection), not the tool: the
-            # run resumes from what is stored and calls it again.
+        except (OperationalError, InterfaceError, WriteConflict):
+            # The database went away (a restart, a dropped connection), or the rows were
+            # built from a stale read, not the tool's fault: the run resumes from what is
+            # stored and calls it again.
             _discard_staged(ctx)
             raise
         except Exception:

@@ -1,8 +1,9 @@
 """Row locks for the Ad aggregate.
 
-Every service that changes an ad's drafts takes the ad's row lock first, so version
-numbering and activation of one ad are serialised while different ads never wait on
-each other.
+Activation and a draft written on its own take the ad's row lock first, so they are
+serialised per ad while different ads never wait on each other. A tool call's draft is
+numbered without it: the unique version constraint refuses a number taken meanwhile
+(``drafts.services.draft_create``).
 """
 
 from __future__ import annotations

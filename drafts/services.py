@@ -81,45 +81,58 @@ def draft_create(
     as the next version of its kind for ``ad``; returns ``(draft, created)``. The summary
     defaults to the version's own.
 
-    Version numbers come from the ad's row lock, so concurrent writers get 1, 2, 3...
-    with no gap or duplicate. With a ``run_id`` the call is idempotent per
-    ``(run_id, tool_call_id)``: a replayed tool call returns the draft it wrote first.
-    With a ``batch`` (a tool call's), the new row is staged there and written with the
-    call's result, still under the lock: the caller's transaction must be open.
+    Versions count 1, 2, 3... with no gap or duplicate. With a ``run_id`` the call is
+    idempotent per ``(run_id, tool_call_id)``: a replayed tool call returns the draft it
+    wrote first.
+
+    Alone, the draft is numbered and written under the ad's row lock. With a ``batch`` (a
+    tool call's) it is numbered from the latest version as read now, without a lock or a
+    transaction, and staged there, to be written with the call's result in one statement:
+    a concurrent writer that took the same number first makes that statement fail with
+    ``WriteConflict`` (the unique version constraint), writing nothing, and the caller
+    reads and numbers again. Two round trips instead of five (BEGIN, the lock, the read,
+    the write, COMMIT), in every draft-writing tool call.
     """
     kind = kind_of(version)
-    if batch is not None and not transaction.get_connection().in_atomic_block:
-        raise transaction.TransactionManagementError(
-            "draft_create with a batch must run inside the caller's transaction."
-        )
-    # No savepoint of its own: inside a caller's transaction (a tool call) it is part of
-    # that unit of work; alone, it is one.
+    fields = {
+        "ad_id": ad.pk,
+        "kind": kind,
+        "payload": payload_of(version),
+        "summary": clip_words(summary_of(version) if summary is None else summary, 500),
+        "created_by": created_by,
+        "run_id": run_id,
+        "tool_call_id": tool_call_id,
+    }
+    if batch is not None:
+        draft, created = _next_version(**fields)
+        if created:
+            batch.insert(draft)
+        return draft, created
+    # No savepoint of its own: inside a caller's transaction it is part of that unit of
+    # work; alone, it is one.
     with transaction.atomic(savepoint=False):
         # The lock first, then the read, each statement with a snapshot taken after the
         # lock is held: a subquery of the locking statement itself would read the
         # versions as they were before a concurrent writer committed.
         ad_lock(ad_id=ad.pk)
-        parent_id, parent_version, replayed_id = _versions(
-            ad_id=ad.pk, kind=kind, run_id=run_id, tool_call_id=tool_call_id
-        )
-        if replayed_id is not None:
-            return Draft.objects.get(pk=replayed_id), False
-        draft = Draft(
-            ad_id=ad.pk,
-            kind=kind,
-            version=(parent_version or 0) + 1,
-            payload=payload_of(version),
-            summary=clip_words(summary_of(version) if summary is None else summary, 500),
-            created_by=created_by,
-            run_id=run_id,
-            tool_call_id=tool_call_id,
-            parent_id=parent_id,
-        )
-        if batch is None:
+        draft, created = _next_version(**fields)
+        if created:
             insert_rows(draft)
-        else:
-            batch.insert(draft)
-        return draft, True
+        return draft, created
+
+
+def _next_version(**fields) -> tuple[Draft, bool]:
+    """The draft this tool call wrote before (and False), or a new unsaved draft numbered
+    after the latest version of its kind (and True)."""
+    parent_id, parent_version, replayed_id = _versions(
+        ad_id=fields["ad_id"],
+        kind=fields["kind"],
+        run_id=fields["run_id"],
+        tool_call_id=fields["tool_call_id"],
+    )
+    if replayed_id is not None:
+        return Draft.objects.get(pk=replayed_id), False
+    return Draft(version=(parent_version or 0) + 1, parent_id=parent_id, **fields), True
 
 
 def _versions(

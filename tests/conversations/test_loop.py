@@ -7,6 +7,8 @@ import json
 import threading
 import time
 
+import psycopg
+import psycopg.types.json
 import pytest
 from django.db import connection
 from django.db.models import F
@@ -635,6 +637,64 @@ def test_twenty_concurrent_draft_writes_get_versions_one_to_twenty(en_ad):
     assert not errors
     versions = sorted(Draft.objects.filter(ad=en_ad).values_list("version", flat=True))
     assert versions == list(range(1, 21))
+
+
+def test_a_draft_version_taken_meanwhile_is_read_again_and_the_next_one_written(
+    fake_providers, en_ad
+):
+    """A tool call's draft is numbered from a read without a lock. Another writer inserts
+    music v1 between that read and the call's write (its transaction still open, so the
+    read does not see it; the write waits on it); once it commits, the call's write is
+    refused whole by the unique version constraint. The run takes itself again from what
+    is stored and calls the tool again: v2, after v1, and the model is not asked again."""
+    from tests.support.worker import database_url
+
+    holder = psycopg.connect(database_url(), application_name="adstudio-test-draft-writer")
+
+    def first_reply(body: dict):
+        holder.execute(
+            "INSERT INTO drafts_draft (id, ad_id, kind, version, status, payload, summary, "
+            "created_by, run_id, tool_call_id, created_at) VALUES (gen_random_uuid(), %s, "
+            "'music', 1, 'draft', %s, 'staff take', 'user', NULL, '', now())",
+            [en_ad.pk, psycopg.types.json.Jsonb(payload_of(music("staff take")))],
+        )
+        threading.Thread(target=commit_once_blocked, daemon=True).start()
+        return turn(tool_calls=[call("create_music_draft", {"prompt": "warm acoustic pop"})])
+
+    def commit_once_blocked() -> None:
+        with psycopg.connect(database_url(), autocommit=True) as watcher:
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline:  # the run's write waits on our insert
+                waiting = watcher.execute(
+                    "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                    "AND wait_event_type = 'Lock' AND query LIKE '%INSERT INTO \"drafts_draft\"%'"
+                ).fetchone()[0]
+                if waiting:
+                    break
+                time.sleep(0.02)
+        holder.commit()
+
+    replies = iter([first_reply, lambda body: turn("Music v2 is ready.")])
+    fake_providers.responder = lambda body: next(replies)(body)
+    try:
+        run = run_of(start_generation(ad=en_ad))
+    finally:
+        holder.close()
+
+    assert run.status == "succeeded", run.error_message
+    drafts = list(Draft.objects.filter(ad=en_ad).order_by("version"))
+    assert [(d.version, d.created_by, d.run_id) for d in drafts] == [
+        (1, "user", None),
+        (2, "llm", run.pk),
+    ]
+    assert drafts[1].parent_id == drafts[0].pk
+    tools = Message.objects.filter(conversation=run.conversation, role="tool")
+    assert [(m.name, m.is_error, json.loads(m.text)["versionId"]) for m in tools] == [
+        ("create_music_draft", False, "v2")
+    ]
+    assert len(fake_providers.requests) == 2  # the stored reply was not asked for again
+    started = RunEvent.objects.filter(run=run, type="run.started").order_by("seq")
+    assert [e.data["resumed"] for e in started] == [False, True]
 
 
 def _sixty_turns(ad, settings):

@@ -175,9 +175,12 @@ def assert_invariants(runs: list[Run], *, survivors: set[tuple] = frozenset()) -
 # (Killed while waiting on the model: tests/conversations/test_worker.py.)
 
 
-def test_killed_between_draft_write_and_tool_message(worker, fake_openai, make_ad):
-    """The draft and its tool message are one write: after the kill neither exists, and
-    the resumed run executes the call once."""
+def test_killed_while_writing_the_draft_and_its_tool_message(worker, fake_openai, make_ad):
+    """The draft and its tool message are one statement, committed on its own (no
+    transaction around it): the worker is killed while that statement waits, PostgreSQL
+    completes it whole once it can, and the resumed run goes on from the stored result,
+    neither executing the call again nor asking the model again. (The same statement
+    aborted instead: ``test_a_connection_lost_in_the_middle_of_a_step_resumes_the_run``.)"""
     ad = make_ad(language="en")
     fake_openai.script(
         turn(tool_calls=[call("create_music_draft", {"prompt": "warm acoustic pop"})], delay=1.0),
@@ -210,9 +213,10 @@ def test_killed_between_draft_write_and_tool_message(worker, fake_openai, make_a
         assert list(roles) == [(1, "user"), (2, "assistant")]
         kill_blocked_worker(worker, holder, pids)
 
-    # Neither half of the tool call exists alone.
-    assert not Draft.objects.filter(ad=ad).exists()
-    assert not Message.objects.filter(conversation=conversation, role="tool").exists()
+    # The orphaned statement was completed whole: the draft with its tool message.
+    assert list(Draft.objects.filter(ad=ad).values_list("kind", "version")) == [("music", 1)]
+    tools = Message.objects.filter(conversation=conversation, role="tool")
+    assert [(m.seq, m.name) for m in tools] == [(3, "create_music_draft")]
     run.refresh_from_db()
     assert run.status == "running"
 
@@ -224,7 +228,12 @@ def test_killed_between_draft_write_and_tool_message(worker, fake_openai, make_a
     assert list(Draft.objects.filter(ad=ad).values_list("kind", "version")) == [("music", 1)]
     tools = Message.objects.filter(conversation=conversation, role="tool")
     assert [(m.seq, m.name, m.is_error) for m in tools] == [(3, "create_music_draft", False)]
-    assert ModelCall.objects.filter(run=run).count() == 2  # the call was not asked again
+    assert len(fake_openai.requests) == 2  # the call was not executed or asked again
+    # Round 2's model_call.started was written with the result, before its request could
+    # be sent: the resumed run records that request as interrupted, an estimate on the
+    # safe side of what may have been paid for.
+    calls = ModelCall.objects.filter(run=run).order_by("created_at")
+    assert [(c.round, c.error_code) for c in calls] == [(1, ""), (2, "interrupted"), (2, "")]
     started = RunEvent.objects.filter(run=run, type="run.started").order_by("seq")
     assert [e.data["resumed"] for e in started] == [False, True]
     assert RunEvent.objects.filter(run=run, type="draft.created").count() == 1
