@@ -22,7 +22,7 @@ from django.utils import timezone
 from adstudio import observability
 from adstudio.db import Add, Batch, column, columns, from_row, prep, quote_name, uuid_param
 from conversations import run_log
-from conversations.locks import run_lock
+from conversations.locks import after_unfinished_params, after_unfinished_sql, run_lock
 from conversations.models import (
     Conversation,
     Message,
@@ -33,6 +33,7 @@ from conversations.models import (
     StopCause,
 )
 from conversations.run_log import EventLog
+from drafts.models import Ad
 
 logger = logging.getLogger(__name__)
 
@@ -110,7 +111,14 @@ def run_claim(*, run_id: uuid.UUID, holder: int | None = None) -> Claim | None:
     instead, and its conversation's next run starts: a run that kills every worker it
     runs on must not take them all down in turn for ever. A claim of a queued run (its
     first, or after staff requeued it) starts the count again.
+
+    On PostgreSQL a queued run whose turn has come, the common case, is claimed by one
+    statement (``_claim_queued``); any other run is decided here, under the locks.
     """
+    if holder is None and connection.vendor == "postgresql":
+        claim = _claim_queued(run_id)
+        if claim is not None:
+            return claim
     now = timezone.now()
     with transaction.atomic():
         locked = run_lock(run_id=run_id)
@@ -132,25 +140,98 @@ def run_claim(*, run_id: uuid.UUID, holder: int | None = None) -> Claim | None:
         if taken_over and run.resumes >= settings.ADSTUDIO_RUN_MAX_RESUMES:
             _end_past_resume_limit(run)
             return None
-        if taken_over:
-            run.resumes += 1
-        elif run.status == RunStatus.QUEUED:
-            run.resumes = 0
-        # A run has events from before if it was ever claimed: a stuck one taken over,
-        # or a failed or stuck one that staff requeued. Those continue their numbering.
-        resumed = run.status == RunStatus.RUNNING or run.started_at is not None
-        run.status = RunStatus.RUNNING
-        run.started_at = run.started_at or now
-        run.heartbeat_at = now
-        run.claims += 1  # this worker's token: a later claim makes it stale
-        if run.error_code == ENQUEUE_FAILED:
-            run.error_code, run.error_message = "", ""
+        resumed = _take(run, now, taken_over=taken_over)
         events = EventLog(run, next_seq=None if resumed else 1)
         writes = Batch()
         writes.update(Run, run.pk, **{f: getattr(run, f) for f in _CLAIMED_FIELDS})
         writes.insert(*events.numbered(run_log.run_started(resumed=resumed)))
         writes.write()
         return Claim(run=run, events=events, cancel_requested=run.cancel_requested, resumed=resumed)
+
+
+def _take(run: Run, now, *, taken_over: bool) -> bool:
+    """Set ``run``'s fields as this worker's claim leaves them (``_claim_queued_sql`` writes
+    the same for a queued run). Returns whether the run was claimed before: a stuck one
+    taken over, or a failed or stuck one that staff requeued, whose events continue their
+    numbering."""
+    if taken_over:
+        run.resumes += 1
+    elif run.status == RunStatus.QUEUED:
+        run.resumes = 0
+    resumed = run.status == RunStatus.RUNNING or run.started_at is not None
+    run.status = RunStatus.RUNNING
+    run.started_at = run.started_at or now
+    run.heartbeat_at = now
+    run.claims += 1  # this worker's token: a later claim makes it stale
+    if run.error_code == ENQUEUE_FAILED:
+        run.error_code, run.error_message = "", ""
+    return resumed
+
+
+def _claim_queued(run_id: uuid.UUID) -> Claim | None:
+    """Claim a queued run whose turn has come in one statement, under the same row locks
+    as ``run_claim``'s: three round trips fewer (BEGIN, the write, COMMIT) at the start of
+    every run. None, with nothing written, for any other run."""
+    now = timezone.now()
+    stamp = prep(Run, "heartbeat_at", now)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            _claim_queued_sql(),
+            [
+                uuid_param(run_id),
+                RunStatus.RUNNING,
+                stamp,
+                stamp,
+                ENQUEUE_FAILED,
+                ENQUEUE_FAILED,
+                uuid_param(run_id),
+                RunStatus.QUEUED,
+                *after_unfinished_params(),
+                RunEventType.RUN_STARTED,
+                prep(RunEvent, "created_at", now),
+                uuid_param(run_id),
+            ],
+        )
+        row = cursor.fetchone()
+    if row is None or not row[-1]:
+        return None
+    run, at = from_row(Run, row)  # as it was before the statement
+    run.conversation, at = from_row(Conversation, row, at)
+    run.conversation.ad, at = from_row(Ad, row, at)
+    resumed = _take(run, now, taken_over=False)
+    events = EventLog(run, next_seq=None if resumed else 2)  # run.started is its 1
+    return Claim(run=run, events=events, cancel_requested=False, resumed=resumed)
+
+
+@cache
+def _claim_queued_sql() -> str:
+    """Lock the run and its conversation (as ``locks.run_lock``), set the claim's fields
+    (as ``_take``) and add its ``run.started`` event, if the run is queued, not being
+    cancelled and after no unfinished run; then select the run, its conversation and its
+    ad as they were, and whether the claim was written. Sub-statements see the rows as
+    they were before the statement: the event reads the run's previous ``started_at``."""
+    runs, conversations, ads, events = (
+        quote_name(m._meta.db_table) for m in (Run, Conversation, Ad, RunEvent)
+    )
+    error_code, error_message = column(Run, "error_code"), column(Run, "error_message")
+    return (
+        f"WITH k AS MATERIALIZED (SELECT c.id FROM {runs} r JOIN {conversations} c "
+        "ON c.id = r.conversation_id WHERE r.id = %s FOR UPDATE OF r, c), "
+        f"u AS (UPDATE {runs} r SET status = %s, started_at = COALESCE(r.started_at, %s), "
+        "heartbeat_at = %s, claims = r.claims + 1, resumes = 0, "
+        f"{error_code} = CASE WHEN r.{error_code} = %s THEN '' ELSE r.{error_code} END, "
+        f"{error_message} = CASE WHEN r.{error_code} = %s THEN '' ELSE r.{error_message} END "
+        "FROM k WHERE r.id = %s AND r.conversation_id = k.id AND r.status = %s "
+        f"AND NOT r.cancel_requested AND NOT {after_unfinished_sql()} RETURNING r.id), "
+        f"started AS (INSERT INTO {events} (run_id, seq, type, data, created_at) "
+        f"SELECT u.id, COALESCE((SELECT max(seq) FROM {events} WHERE run_id = u.id), 0) + 1, "
+        "%s, jsonb_build_object('resumed', o.started_at IS NOT NULL), %s "
+        f"FROM u JOIN {runs} o ON o.id = u.id) "
+        f"SELECT {columns(Run, 'r')}, {columns(Conversation, 'c')}, {columns(Ad, 'a')}, "
+        f"EXISTS (SELECT 1 FROM u) FROM {runs} r "
+        f"JOIN {conversations} c ON c.id = r.conversation_id JOIN {ads} a ON a.id = c.ad_id "
+        "WHERE r.id = %s"
+    )
 
 
 def _end_past_resume_limit(run: Run) -> None:

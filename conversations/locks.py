@@ -29,7 +29,7 @@ def run_lock(*, run_id: uuid.UUID) -> LockedRun | None:
     and whether an earlier run of the conversation is unfinished; None if there is no
     such run. Must be called inside ``transaction.atomic()``."""
     with connection.cursor() as cursor:
-        cursor.execute(_lock_sql(), [*RunStatus.finished(), RunStatus.RUNNING, uuid_param(run_id)])
+        cursor.execute(_lock_sql(), [*after_unfinished_params(), uuid_param(run_id)])
         row = cursor.fetchone()
     if row is None:
         return None
@@ -46,14 +46,26 @@ def run_lock(*, run_id: uuid.UUID) -> LockedRun | None:
 # runs instead: every run passes through that index twice, and between vacuums its dead
 # entries, which a bitmap scan reads and never prunes, far outnumber the live ones.
 @cache
-def _lock_sql() -> str:
-    runs, conversations, ads = (quote_name(m._meta.db_table) for m in (Run, Conversation, Ad))
-    lock = " FOR UPDATE OF r, c" if connection.features.has_select_for_update_of else ""
-    after_unfinished = (
-        f"EXISTS (SELECT 1 FROM {runs} e WHERE e.conversation_id = r.conversation_id "
+def after_unfinished_sql() -> str:
+    """Whether an earlier run of run ``r``'s conversation is unfinished (or one is running):
+    a condition on ``r``; its parameters are ``after_unfinished_params()``."""
+    return (
+        f"EXISTS (SELECT 1 FROM {quote_name(Run._meta.db_table)} e "
+        "WHERE e.conversation_id = r.conversation_id "
         "AND e.status NOT IN (%s, %s, %s) AND e.id <> r.id AND (e.status = %s "
         "OR e.created_at < r.created_at OR (e.created_at = r.created_at AND e.id < r.id)))"
     )
+
+
+def after_unfinished_params() -> list:
+    return [*RunStatus.finished(), RunStatus.RUNNING]
+
+
+@cache
+def _lock_sql() -> str:
+    runs, conversations, ads = (quote_name(m._meta.db_table) for m in (Run, Conversation, Ad))
+    lock = " FOR UPDATE OF r, c" if connection.features.has_select_for_update_of else ""
+    after_unfinished = after_unfinished_sql()
     return (
         f"SELECT {columns(Run, 'r')}, {columns(Conversation, 'c')}, {columns(Ad, 'a')}, "
         f"{after_unfinished} FROM {runs} r "

@@ -12,9 +12,10 @@ import psycopg.types.json
 import pytest
 from django.db import connection
 from django.db.models import F
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from conversations.leases import run_claim
+from conversations.leases import ENQUEUE_FAILED, run_claim
 from conversations.loop import run_agent
 from conversations.models import Message, ModelCall, Run, RunEvent
 from conversations.services import send_message, start_generation
@@ -508,6 +509,37 @@ def test_a_live_run_is_not_taken_twice(en_ad):
         finished_at=timezone.now(),
     )
     assert run_claim(run_id=finished.pk) is None
+
+
+def test_a_queued_run_whose_turn_has_come_is_claimed_by_one_statement(en_ad):
+    """The claim of a queued run, the start of every run, is one statement; it leaves the
+    run as the claim under locks does (the worker's copy and the stored row agree), and a
+    run behind an unfinished one is still left alone, with nothing written."""
+    run = Run.objects.create(
+        conversation=_conversation(en_ad),
+        input_text="hi",
+        resumes=2,  # from before staff requeued it: a queued run's claim starts again
+        error_code=ENQUEUE_FAILED,
+        error_message="The task queue was unavailable; the run will be retried.",
+    )
+    with CaptureQueriesContext(connection) as statements:
+        claim = run_claim(run_id=run.pk)
+    assert len(statements) == 1
+    stored = Run.objects.get(pk=run.pk)
+    fields = ("status", "claims", "resumes", "error_code", "error_message")
+    assert [getattr(stored, f) for f in fields] == ["running", 1, 0, "", ""]
+    assert [getattr(claim.run, f) for f in fields] == [getattr(stored, f) for f in fields]
+    assert stored.started_at == stored.heartbeat_at == claim.run.started_at is not None
+    assert claim.run.conversation.ad == en_ad and not claim.resumed
+    assert [(e.seq, e.type, e.data) for e in RunEvent.objects.filter(run=run)] == [
+        (1, "run.started", {"resumed": False})
+    ]
+    assert [row.seq for row in claim.events.numbered(("text", {"delta": "x"}))] == [2]
+
+    behind = Run.objects.create(conversation=run.conversation, input_text="and then")
+    assert run_claim(run_id=behind.pk) is None
+    assert Run.objects.get(pk=behind.pk).status == "queued"
+    assert not RunEvent.objects.filter(run=behind).exists()
 
 
 def test_the_worker_holding_a_run_takes_it_again_to_resume_it(en_ad):
