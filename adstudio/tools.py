@@ -22,6 +22,7 @@ from adstudio.json_schema import lean_schema
 if TYPE_CHECKING:
     from adstudio.db import Batch
     from drafts.models import Ad
+    from drafts.services import LatestVersions
 
 
 @dataclass(frozen=True)
@@ -36,6 +37,8 @@ class ToolContext:
     # inside the call's transaction. Holds this call's writes only: a failed handler's
     # are discarded.
     batch: Batch | None = None
+    # The ad's latest draft versions as the run knows them; None: they are read.
+    draft_versions: LatestVersions | None = None
 
 
 class ToolError(Exception):

@@ -34,6 +34,8 @@ from conversations.models import (
 )
 from conversations.run_log import EventLog
 from drafts.models import Ad
+from drafts.selectors import latest_versions_from, latest_versions_sql
+from drafts.services import LatestVersions
 
 logger = logging.getLogger(__name__)
 
@@ -78,6 +80,8 @@ class Claim:
     events: EventLog
     cancel_requested: bool
     resumed: bool = False  # claimed before: it continues from what is stored
+    # The ad's latest draft versions, when the claim read them.
+    draft_versions: LatestVersions | None = None
 
 
 _CLAIMED_FIELDS = (
@@ -200,7 +204,13 @@ def _claim_queued(run_id: uuid.UUID) -> Claim | None:
     run.conversation.ad, at = from_row(Ad, row, at)
     resumed = _take(run, now, taken_over=False)
     events = EventLog(run, next_seq=None if resumed else 2)  # run.started is its 1
-    return Claim(run=run, events=events, cancel_requested=False, resumed=resumed)
+    return Claim(
+        run=run,
+        events=events,
+        cancel_requested=False,
+        resumed=resumed,
+        draft_versions=LatestVersions(latest_versions_from(row[at])),
+    )
 
 
 @cache
@@ -208,8 +218,9 @@ def _claim_queued_sql() -> str:
     """Lock the run and its conversation (as ``locks.run_lock``), set the claim's fields
     (as ``_take``) and add its ``run.started`` event, if the run is queued, not being
     cancelled and after no unfinished run; then select the run, its conversation and its
-    ad as they were, and whether the claim was written. Sub-statements see the rows as
-    they were before the statement: the event reads the run's previous ``started_at``."""
+    ad as they were, the ad's latest draft versions, and whether the claim was written.
+    Sub-statements see the rows as they were before the statement: the event reads the
+    run's previous ``started_at``."""
     runs, conversations, ads, events = (
         quote_name(m._meta.db_table) for m in (Run, Conversation, Ad, RunEvent)
     )
@@ -228,7 +239,7 @@ def _claim_queued_sql() -> str:
         "%s, jsonb_build_object('resumed', o.started_at IS NOT NULL), %s "
         f"FROM u JOIN {runs} o ON o.id = u.id) "
         f"SELECT {columns(Run, 'r')}, {columns(Conversation, 'c')}, {columns(Ad, 'a')}, "
-        f"EXISTS (SELECT 1 FROM u) FROM {runs} r "
+        f"{latest_versions_sql('a.id')}, EXISTS (SELECT 1 FROM u) FROM {runs} r "
         f"JOIN {conversations} c ON c.id = r.conversation_id JOIN {ads} a ON a.id = c.ad_id "
         "WHERE r.id = %s"
     )

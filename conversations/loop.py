@@ -56,6 +56,7 @@ from conversations.run_log import ClaimLost, EventLog, RunLog, TextEvents
 from conversations.step_gate import provider_wait, step_gate
 from conversations.summary import summarise_if_needed
 from conversations.tools import ToolOutcome, execute_tool_call, tool_specs
+from drafts.services import LatestVersions
 
 logger = logging.getLogger(__name__)
 
@@ -98,6 +99,8 @@ class RunState:
     route: list[providers.ProviderBinding]
     heartbeat: Heartbeat
     failures: Counter = field(default_factory=Counter)
+    # The ad's latest draft versions, when the claim read them (drafts.services).
+    draft_versions: LatestVersions | None = None
     # What the model is sent: the summary, the history as loaded, and this run's messages.
     messages: list[Message] = field(default_factory=list)
     # What comes after the step being written, when it was decided with its writes.
@@ -177,6 +180,7 @@ def _execute(claim: Claim, *, give_up: bool) -> None:
     try:
         with heartbeat:
             state = _load_state(run, heartbeat, claim.events)
+            state.draft_versions = claim.draft_versions
             observability.run_started(run, provider=state.route[0].name, resumed=claim.resumed)
             if claim.resumed:
                 state.log.interrupted_call(route=state.route, messages=state.messages)
@@ -421,6 +425,7 @@ def _run_tools(state: RunState, step: RunTools) -> None:
             run_id=state.run.pk,
             tool_call_id=draft_call_key(step.message_seq, call.id),
             batch=state.log.batch,
+            draft_versions=state.draft_versions,
         )
 
         def record(outcome: ToolOutcome, call: ToolCall = call, is_last: bool = is_last) -> None:

@@ -99,9 +99,12 @@ def _prepare(call: ToolCall, ctx: ToolContext) -> tuple[Tool, BaseModel] | ToolO
 
 
 def _discard_staged(ctx: ToolContext) -> None:
-    """Rows a failed handler staged go the way of its rolled-back transaction."""
+    """Rows a failed handler staged go the way of its rolled-back transaction, and with a
+    draft among them, what the run knew of the latest versions."""
     if ctx.batch is not None:
         ctx.batch.clear()
+    if ctx.draft_versions is not None:
+        ctx.draft_versions.forget()
 
 
 @observability.traced_tool_call(_BY_NAME)

@@ -3,6 +3,11 @@ of each kind."""
 
 from __future__ import annotations
 
+import json
+import uuid
+from functools import cache
+
+from django.db import connection
 from django.db.models import Q, QuerySet
 
 from drafts.models import Ad, Draft, DraftKind, DraftStatus
@@ -41,6 +46,26 @@ def draft_state(*, ad: Ad) -> dict[str, dict]:
         elif draft.status == DraftStatus.ARCHIVED:
             entry["archived"].insert(0, draft.label)  # rows come newest first
     return state
+
+
+@cache
+def latest_versions_sql(ad_id_column: str) -> str:
+    """A SQL expression (PostgreSQL) for the latest draft of each kind of the ad whose id
+    is ``ad_id_column``, for a statement that reads it along with other things: a JSON
+    object of kind to ``[id, version]``, NULL when the ad has no draft. Read it with
+    ``latest_versions_from``."""
+    table = connection.ops.quote_name(Draft._meta.db_table)
+    return (
+        "(SELECT jsonb_object_agg(d.kind, jsonb_build_array(d.id, d.version)) FROM "
+        f"(SELECT DISTINCT ON (kind) kind, id, version FROM {table} "
+        f"WHERE ad_id = {ad_id_column} ORDER BY kind, version DESC) d)"
+    )
+
+
+def latest_versions_from(value: str | None) -> dict[str, tuple[uuid.UUID, int]]:
+    """``latest_versions_sql``'s value as read (Django reads JSON columns as text)."""
+    latest = json.loads(value) if value else {}
+    return {kind: (uuid.UUID(id_), version) for kind, (id_, version) in latest.items()}
 
 
 def drafts_archived_by_activating(draft: Draft) -> QuerySet[Draft]:

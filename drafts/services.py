@@ -67,6 +67,31 @@ def ad_update(*, ad: Ad, **brief) -> Ad:
     return ad
 
 
+class LatestVersions:
+    """The latest version (its id and number) of each kind of one ad, as a run knows it:
+    read with the run's claim, then advanced by each draft the run stages, so that a
+    draft-writing tool call need not read it. Knowledge gone stale (a draft another
+    writer added since) shows at the write, as a ``WriteConflict``; a staged draft that is
+    discarded makes it ``forget()``: from then on versions are read."""
+
+    def __init__(self, latest: dict[str, tuple[uuid.UUID, int]]) -> None:
+        self._latest: dict[str, tuple[uuid.UUID, int]] | None = dict(latest)
+
+    def of(self, kind: str) -> tuple[uuid.UUID | None, int | None] | None:
+        """(id, version) of the latest draft of ``kind``, (None, None) when there is none,
+        None when not known."""
+        if self._latest is None:
+            return None
+        return self._latest.get(kind, (None, None))
+
+    def staged(self, draft: Draft) -> None:
+        if self._latest is not None:
+            self._latest[draft.kind] = (draft.pk, draft.version)
+
+    def forget(self) -> None:
+        self._latest = None
+
+
 def draft_create(
     *,
     ad: Ad,
@@ -76,6 +101,7 @@ def draft_create(
     run_id: uuid.UUID | None = None,
     tool_call_id: str = "",
     batch: Batch | None = None,
+    latest: LatestVersions | None = None,
 ) -> tuple[Draft, bool]:
     """Write ``version`` (a version shape of ``drafts.payloads``, whose type is the kind)
     as the next version of its kind for ``ad``; returns ``(draft, created)``. The summary
@@ -91,7 +117,9 @@ def draft_create(
     a concurrent writer that took the same number first makes that statement fail with
     ``WriteConflict`` (the unique version constraint), writing nothing, and the caller
     reads and numbers again. Two round trips instead of five (BEGIN, the lock, the read,
-    the write, COMMIT), in every draft-writing tool call.
+    the write, COMMIT), in every draft-writing tool call; one when the ``latest`` versions
+    are known (then a replayed call is found by the write, as a ``WriteConflict`` of the
+    unique tool call constraint, and the caller reads again).
     """
     kind = kind_of(version)
     fields = {
@@ -104,9 +132,17 @@ def draft_create(
         "tool_call_id": tool_call_id,
     }
     if batch is not None:
-        draft, created = _next_version(**fields)
+        known = latest.of(kind) if latest is not None else None
+        if known is None:
+            draft, created = _next_version(**fields)
+        else:
+            parent_id, parent_version = known
+            draft = Draft(version=(parent_version or 0) + 1, parent_id=parent_id, **fields)
+            created = True
         if created:
             batch.insert(draft)
+            if latest is not None:
+                latest.staged(draft)
         return draft, created
     # No savepoint of its own: inside a caller's transaction it is part of that unit of
     # work; alone, it is one.

@@ -111,6 +111,7 @@ def _write(ctx: ToolContext, version: Version) -> Draft:
         run_id=ctx.run_id,
         tool_call_id=ctx.tool_call_id,
         batch=ctx.batch,
+        latest=ctx.draft_versions,
     )
     return draft
 

@@ -671,6 +671,29 @@ def test_twenty_concurrent_draft_writes_get_versions_one_to_twenty(en_ad):
     assert versions == list(range(1, 21))
 
 
+def test_a_draft_tool_call_of_a_run_is_one_statement(fake_providers, en_ad):
+    """The run's claim reads the ad's latest versions (music v1 here), so the call writes
+    music v2 with its result in one statement: no lock, read or transaction of its own."""
+    from drafts.services import draft_create
+
+    first, _ = draft_create(ad=en_ad, version=music("calm piano"))
+    fake_providers.script(
+        turn(tool_calls=[call("create_music_draft", {"prompt": "warm acoustic pop"})]),
+        turn("Music v2 is ready."),
+    )
+    with CaptureQueriesContext(connection) as statements:
+        run = run_of(start_generation(ad=en_ad))
+
+    assert run.status == "succeeded", run.error_message
+    drafts = [s["sql"] for s in statements if "drafts_draft" in s["sql"]]
+    assert len(drafts) == 2, drafts
+    assert drafts[0].startswith("WITH k AS")  # the claim
+    assert 'INSERT INTO "drafts_draft"' in drafts[1]  # the call's write, with its result
+    assert not any(s["sql"].startswith("SELECT 1 FROM drafts_ad") for s in statements)  # lock
+    written = Draft.objects.get(ad=en_ad, version=2)
+    assert written.parent_id == first.pk and written.run_id == run.pk
+
+
 def test_a_draft_version_taken_meanwhile_is_read_again_and_the_next_one_written(
     fake_providers, en_ad
 ):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import uuid
 
@@ -13,6 +14,7 @@ from conversations.providers.base import ToolCall
 from conversations.tools import TOOLS, execute_tool_call, tool_specs
 from drafts.models import Draft
 from drafts.payloads import payload_of
+from drafts.services import LatestVersions
 from tests.support.versions import music
 
 pytestmark = pytest.mark.django_db
@@ -144,7 +146,14 @@ def test_rows_a_failed_handler_staged_are_not_written_with_its_error(ctx, monkey
 
     conversation = Conversation.objects.create(ad=ctx.ad)
     batch = Batch()
-    staged_ctx = ToolContext(ad=ctx.ad, run_id=ctx.run_id, tool_call_id="1:x", batch=batch)
+    # The run's claim read the ad's versions (none yet): the handler reads none itself.
+    staged_ctx = ToolContext(
+        ad=ctx.ad,
+        run_id=ctx.run_id,
+        tool_call_id="1:x",
+        batch=batch,
+        draft_versions=LatestVersions({}),
+    )
     real_write = drafts.tools._write
 
     def stage_then_fail(*args, **kwargs):
@@ -152,9 +161,10 @@ def test_rows_a_failed_handler_staged_are_not_written_with_its_error(ctx, monkey
         raise drafts.tools.ToolError("changed my mind", "try again")
 
     def record(outcome):
+        seq = Message.objects.count() + 1
         batch.insert(
             Message(
-                conversation=conversation, seq=1, role="tool", tool_call_id="x", text=outcome.text
+                conversation=conversation, seq=seq, role="tool", tool_call_id="x", text=outcome.text
             )
         )
         batch.write()
@@ -167,6 +177,17 @@ def test_rows_a_failed_handler_staged_are_not_written_with_its_error(ctx, monkey
     assert outcome.is_error and outcome.content["error"] == "changed my mind"
     assert not Draft.objects.exists()
     assert [json.loads(m.text)["error"] for m in Message.objects.all()] == ["changed my mind"]
+    # The discarded v1 took what the run knew of the versions with it: the next call
+    # reads them and writes v1, not a v2 after a draft that does not exist.
+    assert staged_ctx.draft_versions.of("music") is None
+    monkeypatch.setattr(drafts.tools, "_write", real_write)
+    outcome = execute_tool_call(
+        tool_call("create_music_draft", {"prompt": "calm piano"}),
+        dataclasses.replace(staged_ctx, tool_call_id="1:y"),
+        record=record,
+    )
+    assert not outcome.is_error, outcome.content
+    assert list(Draft.objects.values_list("version", "parent_id")) == [(1, None)]
 
 
 def test_success_result_is_compact_json(ctx):

@@ -8,8 +8,9 @@ import uuid
 import pytest
 from django.db import IntegrityError, connection
 
+from adstudio.db import Batch, WriteConflict
 from drafts.models import Activation, ActivationSource, Draft, DraftStatus
-from drafts.services import DraftNotInAd, draft_activate, draft_create
+from drafts.services import DraftNotInAd, LatestVersions, draft_activate, draft_create
 from tests.support.versions import music, sfx, voices
 
 
@@ -35,6 +36,34 @@ def test_a_replayed_tool_call_returns_its_first_draft(ad):
     assert created and not created_again
     assert again.pk == first.pk
     assert Draft.objects.filter(ad=ad).count() == 1
+
+
+@pytest.mark.django_db(transaction=True)  # the refused write ends its own transaction
+def test_with_the_versions_known_a_replayed_call_is_found_by_its_write(ad):
+    """A run that knows the ad's versions numbers a draft without reading them, so it
+    cannot see that this tool call wrote its draft before: the write is refused by the
+    unique tool call constraint (nothing written), and the call read again returns the
+    first draft."""
+    run_id = uuid.uuid4()
+    known = LatestVersions({})
+    batch = Batch()
+    first, created = draft_create(
+        ad=ad, version=music("take 1"), run_id=run_id, tool_call_id="1:a", batch=batch, latest=known
+    )
+    batch.write()
+    assert created and first.version == 1 and known.of("music") == (first.pk, 1)
+
+    stale = LatestVersions({})  # as a run resumed from before that write would know
+    draft_create(
+        ad=ad, version=music("take 2"), run_id=run_id, tool_call_id="1:a", batch=batch, latest=stale
+    )
+    with pytest.raises(WriteConflict):
+        batch.write()
+    again, created_again = draft_create(
+        ad=ad, version=music("take 2"), run_id=run_id, tool_call_id="1:a", batch=batch
+    )
+    assert not created_again and again.pk == first.pk
+    assert not batch and Draft.objects.filter(ad=ad).count() == 1
 
 
 @pytest.mark.django_db
