@@ -13,7 +13,7 @@ from decimal import Decimal
 from functools import cache
 from typing import Any
 
-from django.db import IntegrityError, connection, transaction
+from django.db import DEFAULT_DB_ALIAS, IntegrityError, connection, connections, transaction
 from django.db.models import Field, Model, UUIDField
 from django.db.models.fields import AutoFieldMixin
 
@@ -127,6 +127,7 @@ class Batch:
             raise ValueError(f"{model.__name__} {pk} is already updated in this batch.")
         self._updated.add(key)
         opts = model._meta
+        db = connections[DEFAULT_DB_ALIAS]  # not the proxy (``_insert_sql``)
         assignments, params = [], []
         for name, value in values.items():
             field = opts.get_field(name)
@@ -136,8 +137,8 @@ class Batch:
                 value = value.amount
             else:
                 assignments.append(f"{column} = %s")
-            params.append(field.get_db_prep_save(value, connection))
-        params.append(opts.pk.get_db_prep_value(pk, connection))
+            params.append(field.get_db_prep_save(value, db))
+        params.append(opts.pk.get_db_prep_value(pk, db))
         self._updates.append(
             (
                 f"UPDATE {quote_name(opts.db_table)} SET {', '.join(assignments)} "
@@ -294,13 +295,16 @@ def _insert_sql(model: type[Model], rows: list[Model], *, fenced: bool = False) 
     """The INSERT of ``rows``; ``fenced``: of the rows only if the statement's ``fence``
     CTE has a row (``_write_fenced``)."""
     fields, insert, row, cast_row = _insert_template(model)
+    # The thread's connection itself, not the ``connection`` proxy: each of the proxy's
+    # attribute lookups, in every field's preparation, goes through a context-local.
+    db = connections[DEFAULT_DB_ALIAS]
     params: list = []
     for obj in rows:
         obj._prepare_related_fields_for_save(operation_name="Batch.insert")
         # As the ORM's own INSERT does: pre_save fills auto_now_add and the like.
-        params += [f.get_db_prep_save(f.pre_save(obj, True), connection) for f in fields]
+        params += [f.get_db_prep_save(f.pre_save(obj, True), db) for f in fields]
         obj._state.adding = False
-        obj._state.db = connection.alias
+        obj._state.db = DEFAULT_DB_ALIAS
     if fenced:
         values = ", ".join([cast_row] * len(rows))
         return (
