@@ -23,6 +23,7 @@ from adstudio import observability
 from adstudio.db import Add, Batch, column, columns, from_row, prep, quote_name, uuid_param
 from conversations import run_log
 from conversations.locks import after_unfinished_params, after_unfinished_sql, run_lock
+from conversations.message_rows import history_rows_from, history_sql
 from conversations.models import (
     Conversation,
     Message,
@@ -80,8 +81,10 @@ class Claim:
     events: EventLog
     cancel_requested: bool
     resumed: bool = False  # claimed before: it continues from what is stored
-    # The ad's latest draft versions, when the claim read them.
+    # The ad's latest draft versions and the conversation's history (``history_rows``),
+    # when the claim read them.
     draft_versions: LatestVersions | None = None
+    history: list | None = None
 
 
 _CLAIMED_FIELDS = (
@@ -210,6 +213,7 @@ def _claim_queued(run_id: uuid.UUID) -> Claim | None:
         cancel_requested=False,
         resumed=resumed,
         draft_versions=LatestVersions(latest_versions_from(row[at])),
+        history=history_rows_from(row[at + 1]),
     )
 
 
@@ -218,7 +222,8 @@ def _claim_queued_sql() -> str:
     """Lock the run and its conversation (as ``locks.run_lock``), set the claim's fields
     (as ``_take``) and add its ``run.started`` event, if the run is queued, not being
     cancelled and after no unfinished run; then select the run, its conversation and its
-    ad as they were, the ad's latest draft versions, and whether the claim was written.
+    ad as they were, the ad's latest draft versions, the conversation's history, and
+    whether the claim was written.
     Sub-statements see the rows as they were before the statement: the event reads the
     run's previous ``started_at``."""
     runs, conversations, ads, events = (
@@ -239,7 +244,8 @@ def _claim_queued_sql() -> str:
         "%s, jsonb_build_object('resumed', o.started_at IS NOT NULL), %s "
         f"FROM u JOIN {runs} o ON o.id = u.id) "
         f"SELECT {columns(Run, 'r')}, {columns(Conversation, 'c')}, {columns(Ad, 'a')}, "
-        f"{latest_versions_sql('a.id')}, EXISTS (SELECT 1 FROM u) FROM {runs} r "
+        f"{latest_versions_sql('a.id')}, {history_sql('c')}, EXISTS (SELECT 1 FROM u) "
+        f"FROM {runs} r "
         f"JOIN {conversations} c ON c.id = r.conversation_id JOIN {ads} a ON a.id = c.ad_id "
         "WHERE r.id = %s"
     )

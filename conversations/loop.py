@@ -179,7 +179,7 @@ def _execute(claim: Claim, *, give_up: bool) -> None:
     deadline = time.monotonic() + settings.CELERY_TASK_SOFT_TIME_LIMIT
     try:
         with heartbeat:
-            state = _load_state(run, heartbeat, claim.events)
+            state = _load_state(run, heartbeat, claim.events, history=claim.history)
             state.draft_versions = claim.draft_versions
             observability.run_started(run, provider=state.route[0].name, resumed=claim.resumed)
             if claim.resumed:
@@ -241,7 +241,10 @@ def _finished_as(outcome: Answer | Stop) -> dict:
     }
 
 
-def _load_state(run: Run, heartbeat: Heartbeat, events: EventLog) -> RunState:
+def _load_state(
+    run: Run, heartbeat: Heartbeat, events: EventLog, *, history: list | None = None
+) -> RunState:
+    """The run's state, from its ``history`` when its claim read it."""
     conversation = run.conversation
     log_context.bind(conversation_id=conversation.pk, ad_id=conversation.ad_id)
     route = providers.route(
@@ -249,7 +252,11 @@ def _load_state(run: Run, heartbeat: Heartbeat, events: EventLog) -> RunState:
         market=conversation.ad.market,
         requested=conversation.provider or None,
     )
-    rows = history_rows(conversation_id=conversation.pk, after_seq=conversation.summary_upto_seq)
+    rows = history
+    if rows is None:
+        rows = history_rows(
+            conversation_id=conversation.pk, after_seq=conversation.summary_upto_seq
+        )
     last_seq = rows[-1].seq if rows else conversation.summary_upto_seq
     log = RunLog(
         run=run, conversation=conversation, rows=rows, next_seq=last_seq + 1, events=events

@@ -6,9 +6,13 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import uuid
+from collections import namedtuple
 from collections.abc import Iterable
+from functools import cache
 from typing import Any
 
+from adstudio.db import column, quote_name
 from adstudio.storable import without_nul
 from conversations.models import Message as MessageRow
 from conversations.models import Role
@@ -35,6 +39,33 @@ HISTORY_FIELDS = (
     "tokens",
     "run_id",
 )
+
+
+HistoryRow = namedtuple("HistoryRow", HISTORY_FIELDS)
+
+
+@cache
+def history_sql(conversation: str) -> str:
+    """A SQL expression (PostgreSQL) for the history of the conversation whose row is
+    aliased ``conversation``, for a statement that reads it along with other things (the
+    run's claim): ``history_rows``'s rows as one JSON array, NULL when there is none.
+    Read it with ``history_rows_from``."""
+    table = quote_name(MessageRow._meta.db_table)
+    values = ", ".join(f"m.{column(MessageRow, name)}" for name in HISTORY_FIELDS)
+    return (
+        f"(SELECT json_agg(json_build_array({values}) ORDER BY m.seq) FROM {table} m "
+        f"WHERE m.conversation_id = {conversation}.id "
+        f"AND m.seq > {conversation}.summary_upto_seq)"
+    )
+
+
+def history_rows_from(value: str | list | None) -> list[HistoryRow]:
+    """``history_sql``'s value as read: the rows ``history_rows`` gives."""
+    rows = json.loads(value) if isinstance(value, str) else value or []
+    run_id = HISTORY_FIELDS.index("run_id")
+    for row in rows:
+        row[run_id] = uuid.UUID(row[run_id]) if row[run_id] else None
+    return [HistoryRow(*row) for row in rows]
 
 
 def history_rows(*, conversation_id, after_seq: int) -> list:

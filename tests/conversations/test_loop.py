@@ -17,7 +17,7 @@ from django.utils import timezone
 
 from conversations.leases import ENQUEUE_FAILED, run_claim
 from conversations.loop import run_agent
-from conversations.models import Message, ModelCall, Run, RunEvent
+from conversations.models import Conversation, Message, ModelCall, Run, RunEvent
 from conversations.services import send_message, start_generation
 from drafts.models import Draft
 from drafts.payloads import payload_of
@@ -540,6 +540,44 @@ def test_a_queued_run_whose_turn_has_come_is_claimed_by_one_statement(en_ad):
     assert run_claim(run_id=behind.pk) is None
     assert Run.objects.get(pk=behind.pk).status == "queued"
     assert not RunEvent.objects.filter(run=behind).exists()
+
+
+def test_the_claim_reads_the_history_as_history_rows_does(en_ad):
+    """The claim's statement also reads the conversation's history after its summary, as
+    JSON: the rows it gives are those ``history_rows`` reads, value for value."""
+    from conversations.message_rows import history_rows
+
+    earlier = Run.objects.create(
+        conversation=_conversation(en_ad),
+        input_text="first",
+        status="succeeded",
+        finished_at=timezone.now(),
+    )
+    conversation = earlier.conversation
+    rows = [
+        {"role": "user", "text": "summarised away"},
+        {"role": "user", "text": 'Make it "loud" \u00e9\n\u0e2a\u0e27\u0e31\u0e2a\u0e14\u0e35'},
+        {
+            "role": "assistant",
+            "tool_calls": [{"id": "c1", "name": "search_voices", "arguments": {"n": 1.5}}],
+            "provider_data": {"reasoning": [{"text": "why"}], "empty": None},
+        },
+        {"role": "tool", "tool_call_id": "c1", "name": "search_voices", "is_error": True},
+        {"role": "assistant", "text": "Done."},
+    ]
+    for seq, fields in enumerate(rows, start=1):
+        Message.objects.create(
+            conversation=conversation, run=earlier, seq=seq, tokens=seq, **fields
+        )
+    Conversation.objects.filter(pk=conversation.pk).update(summary_upto_seq=1)
+    run = Run.objects.create(conversation=conversation, input_text="again")
+
+    claim = run_claim(run_id=run.pk)
+
+    expected = history_rows(conversation_id=conversation.pk, after_seq=1)
+    assert [row.seq for row in expected] == [2, 3, 4, 5]
+    assert claim.history == expected
+    assert [type(row.run_id) for row in claim.history] == [type(earlier.pk)] * 4
 
 
 def test_the_worker_holding_a_run_takes_it_again_to_resume_it(en_ad):
