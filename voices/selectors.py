@@ -26,7 +26,7 @@ from django.db.models import (
     When,
 )
 
-from adstudio.db import planned_per_query
+from adstudio.db import column, columns, from_row, planned_per_query, quote_name
 from voices.languages import Language, normalise_language
 from voices.models import SEARCHABLE, Gender, Voice
 
@@ -394,8 +394,17 @@ def approved_voices_by_id(ids: Iterable[str]) -> dict[str, Voice]:
     if not wanted:
         return {}
     found: dict[str, Voice] = {}
-    # Unordered: the catalogue's default ordering would only cost a sort and its compiling.
-    for voice in Voice.objects.filter(pk__in=wanted, approved=True, active=True).order_by():
-        for given in wanted[voice.pk]:
-            found[given] = voice
+    # Plain SQL: it runs in every voice draft, and compiling the queryset cost more than
+    # the query. Approved and active: the catalogue's SEARCHABLE.
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT {columns(Voice, 'v')} FROM {quote_name(Voice._meta.db_table)} v "
+            f"WHERE v.id IN ({', '.join(['%s'] * len(wanted))}) "
+            f"AND v.{column(Voice, 'approved')} AND v.{column(Voice, 'active')}",
+            list(wanted),
+        )
+        for row in cursor.fetchall():
+            voice, _ = from_row(Voice, row)
+            for given in wanted[voice.pk]:
+                found[given] = voice
     return found
