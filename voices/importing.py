@@ -11,6 +11,7 @@ import csv
 import functools
 import io
 import json
+import math
 import os
 import re
 from collections.abc import Iterator
@@ -22,7 +23,7 @@ from typing import Any
 from django.core.exceptions import ValidationError
 from django.core.validators import URLValidator
 
-from adstudio.storable import NUL, has_nul
+from adstudio.storable import NUL, has_nul, json_leaves
 from voices.languages import UnknownLanguage, normalise_language
 from voices.models import Gender, Voice
 
@@ -77,6 +78,11 @@ _url_validator = URLValidator(schemes=["http", "https"])
 _NO_WHITESPACE = re.compile(r"[^\s]*\Z")  # URLValidator's rule for the path: [/?#][^\s]*
 _WS = re.compile(r"[ \t\n\r]*")
 _NUL_ESCAPE = "\\u0000"  # how JSON text writes a NUL (a raw one is a syntax error)
+# How JSON text writes half of a UTF-16 surrogate pair. The decoder joins a pair into one
+# character; one left alone stays a lone surrogate, which is not Unicode text and which
+# no database encoding can hold.
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def _not_json(constant: str) -> None:
@@ -84,7 +90,16 @@ def _not_json(constant: str) -> None:
     raise ValueError(f"{constant} is not a JSON value")
 
 
-_decoder = json.JSONDecoder(parse_constant=_not_json)
+def _finite(text: str) -> float:
+    """A JSON number as a float; one past a float's range (``1e400``) is refused, as NaN
+    and Infinity are: Python would read it as infinity."""
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"{text} is too large a number")
+    return value
+
+
+_decoder = json.JSONDecoder(parse_constant=_not_json, parse_float=_finite)
 
 
 def _decode_problem(exc: ValueError | RecursionError) -> str:
@@ -135,6 +150,8 @@ class Record:
     # Its JSON was decoded from text without a \u0000 escape, so holds no NUL (the decoder
     # refuses a raw one): validation need not walk it looking for one.
     json_without_nul: bool = False
+    # Likewise without a surrogate escape (\ud800 to \udfff), so holds no lone surrogate.
+    json_without_surrogate: bool = True
 
 
 @dataclass(frozen=True)
@@ -222,6 +239,7 @@ class JsonReader(CatalogueReader):
         self._text = ""
         self._pos = 0
         self._has_nul_escape = True
+        self._has_surrogate_escape = True
 
     def fraction_done(self) -> float:
         return self._pos / len(self._text) if self._text else 0.0
@@ -234,6 +252,7 @@ class JsonReader(CatalogueReader):
     def records(self) -> Iterator[Record]:
         text = self._text = _read_text(self.path)
         self._has_nul_escape = _NUL_ESCAPE in text  # one scan, not one per voice
+        self._has_surrogate_escape = _SURROGATE_ESCAPE.search(text) is not None
         pos = _WS.match(text).end()
         try:
             if self.format is CatalogueFormat.JSON:
@@ -277,6 +296,9 @@ class JsonReader(CatalogueReader):
             record = convert(value, Position(kind, number, line))
             record.json_without_nul = (
                 not self._has_nul_escape or text.find(_NUL_ESCAPE, pos, end) < 0
+            )
+            record.json_without_surrogate = (
+                not self._has_surrogate_escape or not _SURROGATE_ESCAPE.search(text, pos, end)
             )
             yield record
             pos = _WS.match(text, end).end()
@@ -471,7 +493,12 @@ class CsvReader(CatalogueReader):
                     data["metadata"] = _BadJson(_decode_problem(exc))
             else:
                 data.pop("metadata", None)
-            yield Record(position, data, json_without_nul=_NUL_ESCAPE not in raw_metadata)
+            yield Record(
+                position,
+                data,
+                json_without_nul=_NUL_ESCAPE not in raw_metadata,
+                json_without_surrogate=not _SURROGATE_ESCAPE.search(raw_metadata),
+            )
 
 
 @dataclass(frozen=True)
@@ -526,6 +553,9 @@ class RowValidator:
             elif isinstance(raw, str) and NUL in raw:
                 fail(name, "contains a NUL character")
                 values[name] = ""
+            elif isinstance(raw, str) and _lone_surrogate(record, raw):
+                fail(name, _SURROGATE_PROBLEM)
+                values[name] = ""
             elif isinstance(raw, str):
                 values[name] = raw.strip()
             else:
@@ -579,6 +609,11 @@ class RowValidator:
             fail("metadata", f"expected a JSON object, got {_kind(metadata)}")
         elif not record.json_without_nul and has_nul(metadata):
             fail("metadata", "contains a NUL character")
+        elif any(
+            isinstance(leaf, str) and _lone_surrogate(record, leaf)
+            for leaf in json_leaves(metadata)
+        ):
+            fail("metadata", _SURROGATE_PROBLEM)
         values["metadata"] = metadata if isinstance(metadata, dict) else {}
 
         if errors:
@@ -611,6 +646,16 @@ class RowValidator:
                 return
             locale = given.locale or locale
         values["locale"] = locale
+
+
+_SURROGATE_PROBLEM = (
+    "contains half of a UTF-16 surrogate pair alone (an escape from \\ud800 to \\udfff), "
+    "which is not Unicode text"
+)
+
+
+def _lone_surrogate(record: Record, text: str) -> bool:
+    return not record.json_without_surrogate and _LONE_SURROGATE.search(text) is not None
 
 
 def _is_http_url(value: str) -> bool:

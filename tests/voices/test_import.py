@@ -373,9 +373,10 @@ def test_invalid_json_names_line_and_column(write_text):
         ("NaN", "NaN is not a JSON value"),
         ("-Infinity", "-Infinity is not a JSON value"),
         ("1" * 5000, "a number with too many digits"),
+        ("1e400", "1e400 is too large a number"),
         ("[" * 100_000 + "]" * 100_000, "values nested too deeply"),
     ],
-    ids=["nan", "infinity", "5000 digits", "nested 100000 deep"],
+    ids=["nan", "infinity", "5000 digits", "1e400", "nested 100000 deep"],
 )
 def test_json_python_reads_but_postgresql_refuses_is_named(write_text, value, says):
     bad = f'{{"provider": "a", "metadata": {{"x": {value}}}}}'
@@ -401,6 +402,32 @@ def test_nul_characters_are_named_per_row_and_field(write_json, write_text):
     assert "contains a NUL character" in dry_run
     assert "field 'metadata': is not valid JSON (NaN is not a JSON value)" in fail(csv_path)
     assert not Voice.objects.exists()
+
+
+def test_half_a_surrogate_pair_is_named_per_row_and_field(write_text):
+    """JSON may escape half of a UTF-16 surrogate pair alone (\\ud800): Python decodes it
+    to a string no database encoding can hold. It is named like a NUL; a whole pair (an
+    emoji written as two escapes) is text like any other."""
+    emoji = json.dumps({**THAI, "name": "Somchai \U0001f600"})  # ensure_ascii: two escapes
+    assert "\\ud83d\\ude00" in emoji
+    lone_name = json.dumps({**BRAZIL, "name": "Ana"}).replace('"Ana"', '"Ana \\ud800"')
+    lone_key = json.dumps({**BRAZIL, "provider_voice_id": "pt-2", "metadata": {"k": 1}})
+    lone_key = lone_key.replace('"k"', '"\\udfff"')
+    path = write_text(f"[\n{emoji},\n{lone_name},\n{lone_key}\n]\n", "v.json")
+    csv_path = write_text(
+        "provider,provider_voice_id,name,language,gender,metadata\n"
+        'acme,c1,Ana,pt,female,"{""note"": ""\\ud83d""}"\n'
+    )
+
+    message = fail(path)
+
+    assert "line 3 (voice 2), field 'name': contains half of a UTF-16 surrogate" in message
+    assert "line 4 (voice 3), field 'metadata': contains half of a UTF-16 surrogate" in message
+    assert "voice 1" not in message
+    assert "line 2 (row 1), field 'metadata': contains half" in fail(csv_path)
+    assert not Voice.objects.exists()
+    run(path, "--skip-invalid")
+    assert list(Voice.objects.values_list("name", flat=True)) == ["Somchai \U0001f600"]
 
 
 def test_trailing_garbage_after_json_list(write_json, tmp_path):
