@@ -158,9 +158,9 @@ def run_claim(*, run_id: uuid.UUID, holder: int | None = None) -> Claim | None:
 
 def _take(run: Run, now, *, taken_over: bool) -> bool:
     """Set ``run``'s fields as this worker's claim leaves them (``_claim_queued_sql`` writes
-    the same for a queued run). Returns whether the run was claimed before: a stuck one
-    taken over, or a failed or stuck one that staff requeued, whose events continue their
-    numbering."""
+    the same for a queued run, in SQL). Returns whether the run was claimed before: a stuck
+    one taken over, or a failed or stuck one that staff requeued, whose events continue
+    their numbering."""
     if taken_over:
         run.resumes += 1
     elif run.status == RunStatus.QUEUED:
@@ -196,16 +196,15 @@ def _claim_queued(run_id: uuid.UUID) -> Claim | None:
                 *after_unfinished_params(),
                 RunEventType.RUN_STARTED,
                 prep(RunEvent, "created_at", now),
-                uuid_param(run_id),
             ],
         )
         row = cursor.fetchone()
-    if row is None or not row[-1]:
+    if row is None:
         return None
-    run, at = from_row(Run, row)  # as it was before the statement
+    run, at = from_row(Run, row)  # as the claim left it
     run.conversation, at = from_row(Conversation, row, at)
     run.conversation.ad, at = from_row(Ad, row, at)
-    resumed = _take(run, now, taken_over=False)
+    resumed = row[-1]
     events = EventLog(run, next_seq=None if resumed else 2)  # run.started is its 1
     return Claim(
         run=run,
@@ -219,35 +218,35 @@ def _claim_queued(run_id: uuid.UUID) -> Claim | None:
 
 @cache
 def _claim_queued_sql() -> str:
-    """Lock the run and its conversation (as ``locks.run_lock``), set the claim's fields
-    (as ``_take``) and add its ``run.started`` event, if the run is queued, not being
-    cancelled and after no unfinished run; then select the run, its conversation and its
-    ad as they were, the ad's latest draft versions, the conversation's history, and
-    whether the claim was written.
-    Sub-statements see the rows as they were before the statement: the event reads the
-    run's previous ``started_at``."""
+    """Lock the run and its conversation (as ``locks.run_lock``), and if the run is queued,
+    not being cancelled and after no unfinished run: set the claim's fields (as ``_take``)
+    and add its ``run.started`` event. Selects the run as the claim left it, its
+    conversation as locked, its ad, the ad's latest draft versions, the conversation's
+    history, and whether the run was claimed before; no row when it was not claimed now.
+    Reads other than the locking one see the rows as they were before the statement: the
+    run's previous ``started_at`` says whether it was claimed before."""
     runs, conversations, ads, events = (
         quote_name(m._meta.db_table) for m in (Run, Conversation, Ad, RunEvent)
     )
     error_code, error_message = column(Run, "error_code"), column(Run, "error_message")
+    claimed_before = f"(SELECT o.started_at IS NOT NULL FROM {runs} o WHERE o.id = u.id)"
     return (
-        f"WITH k AS MATERIALIZED (SELECT c.id FROM {runs} r JOIN {conversations} c "
-        "ON c.id = r.conversation_id WHERE r.id = %s FOR UPDATE OF r, c), "
+        f"WITH k AS MATERIALIZED (SELECT {columns(Conversation, 'c')} FROM {runs} r "
+        f"JOIN {conversations} c ON c.id = r.conversation_id WHERE r.id = %s "
+        "FOR UPDATE OF r, c), "
         f"u AS (UPDATE {runs} r SET status = %s, started_at = COALESCE(r.started_at, %s), "
         "heartbeat_at = %s, claims = r.claims + 1, resumes = 0, "
         f"{error_code} = CASE WHEN r.{error_code} = %s THEN '' ELSE r.{error_code} END, "
         f"{error_message} = CASE WHEN r.{error_code} = %s THEN '' ELSE r.{error_message} END "
         "FROM k WHERE r.id = %s AND r.conversation_id = k.id AND r.status = %s "
-        f"AND NOT r.cancel_requested AND NOT {after_unfinished_sql()} RETURNING r.id), "
+        f"AND NOT r.cancel_requested AND NOT {after_unfinished_sql()} "
+        f"RETURNING {columns(Run, 'r')}), "
         f"started AS (INSERT INTO {events} (run_id, seq, type, data, created_at) "
         f"SELECT u.id, COALESCE((SELECT max(seq) FROM {events} WHERE run_id = u.id), 0) + 1, "
-        "%s, jsonb_build_object('resumed', o.started_at IS NOT NULL), %s "
-        f"FROM u JOIN {runs} o ON o.id = u.id) "
-        f"SELECT {columns(Run, 'r')}, {columns(Conversation, 'c')}, {columns(Ad, 'a')}, "
-        f"{latest_versions_sql('a.id')}, {history_sql('c')}, EXISTS (SELECT 1 FROM u) "
-        f"FROM {runs} r "
-        f"JOIN {conversations} c ON c.id = r.conversation_id JOIN {ads} a ON a.id = c.ad_id "
-        "WHERE r.id = %s"
+        f"%s, jsonb_build_object('resumed', {claimed_before}), %s FROM u) "
+        f"SELECT u.*, k.*, {columns(Ad, 'a')}, {latest_versions_sql('a.id')}, "
+        f"{history_sql('k')}, {claimed_before} "
+        f"FROM u JOIN k ON k.id = u.conversation_id JOIN {ads} a ON a.id = k.ad_id"
     )
 
 
