@@ -13,6 +13,7 @@ from celery.signals import celeryd_after_setup, worker_init, worker_ready
 from adstudio.log_context import log_scope
 from conversations.leases import runs_recover
 from conversations.loop import run_agent
+from conversations.providers.router import load_adapters
 from conversations.tokens import load_encoding
 from conversations.worker_capacity import check_worker
 
@@ -37,12 +38,16 @@ def _recover_at_worker_start(sender=None, **kwargs) -> None:
 
 
 @worker_init.connect
-def _load_encoding_at_worker_start(sender=None, **kwargs) -> None:
+def _load_at_worker_start(sender=None, **kwargs) -> None:
     """Before the worker takes its first tasks, so the runs it starts at once after a
-    deploy do not all wait for the first one to read the encoding."""
+    deploy do not all wait for the first one to read the encoding and import the
+    provider SDKs."""
     started = time.perf_counter()
     load_encoding()
     logger.info("token encoding loaded in %.2f s", time.perf_counter() - started)
+    started = time.perf_counter()
+    load_adapters()
+    logger.info("provider adapters loaded in %.2f s", time.perf_counter() - started)
 
 
 @celeryd_after_setup.connect

@@ -11,11 +11,10 @@ import threading
 from typing import Any
 
 from django.conf import settings
+from django.utils.module_loading import import_string
 
-from conversations.providers.anthropic_messages import AnthropicProvider
 from conversations.providers.base import ChatProvider
 from conversations.providers.demo import DEMO_MODEL, DemoProvider
-from conversations.providers.openai_compat import OpenAICompatProvider
 from conversations.providers.profiles import ANTHROPIC_MESSAGES, CHAT_COMPLETIONS, PROFILES
 from conversations.providers.resilience import ProviderBinding
 
@@ -23,11 +22,20 @@ logger = logging.getLogger(__name__)
 
 DEMO = "demo"
 PROVIDER_NAMES = (*PROFILES, DEMO)
-# The adapter for each wire format a profile may name.
-ADAPTERS: dict[str, type[OpenAICompatProvider] | type[AnthropicProvider]] = {
-    CHAT_COMPLETIONS: OpenAICompatProvider,
-    ANTHROPIC_MESSAGES: AnthropicProvider,
+# The adapter for each wire format a profile may name, imported when a provider is first
+# built: the SDKs take about 1.6 s to import, which every management command (and the
+# admin, through its imports) would otherwise pay. Web and worker processes load them at
+# start-up instead (``load_adapters``), so no request or run waits for them.
+ADAPTERS: dict[str, str] = {
+    CHAT_COMPLETIONS: "conversations.providers.openai_compat.OpenAICompatProvider",
+    ANTHROPIC_MESSAGES: "conversations.providers.anthropic_messages.AnthropicProvider",
 }
+
+
+def load_adapters() -> None:
+    """Import every adapter, and with them the provider SDKs, now."""
+    for path in ADAPTERS.values():
+        import_string(path)
 
 
 class ProviderUnavailable(ValueError):
@@ -86,7 +94,7 @@ def _build(
     profile = PROFILES[name]
     if strict_tools:  # ADSTUDIO_STRICT_TOOLS
         profile = dataclasses.replace(profile, strict_tools=True)
-    return ADAPTERS[profile.wire](
+    return import_string(ADAPTERS[profile.wire])(
         profile=profile,
         api_key=api_key,
         base_url=base_url,

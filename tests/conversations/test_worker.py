@@ -23,10 +23,11 @@ def finished(run: Run) -> bool:
     return run.status in ("succeeded", "failed", "cancelled")
 
 
-def test_a_worker_reads_the_token_encoding_before_it_takes_tasks(worker):
+def test_a_worker_reads_the_token_encoding_and_the_sdks_before_it_takes_tasks(worker):
     log = worker.log.read_text()
-    assert "token encoding loaded in" in log, log
-    assert log.index("token encoding loaded in") < log.index(" ready."), log
+    for loaded in ("token encoding loaded in", "provider adapters loaded in"):
+        assert loaded in log, log
+        assert log.index(loaded) < log.index(" ready."), log
 
 
 def test_a_worker_answers_turns_of_one_conversation_in_order(worker, fake_openai, make_ad):

@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import logging
+import os
+import subprocess
+import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from conversations.providers import ProviderUnavailable, get_provider, route, router
+from conversations.providers import ProviderUnavailable, get_provider, route
 from conversations.providers.demo import DemoProvider
 from conversations.providers.openai_compat import OpenAICompatProvider
-from conversations.providers.profiles import CHAT_COMPLETIONS
 
 ROUTES = {
     **dict.fromkeys(("th", "id", "vi", "es", "pt", "pl", "cs", "ro"), "qwen"),
@@ -145,13 +147,14 @@ def test_threads_asking_at_once_share_one_client(keys, settings, monkeypatch):
     settings.ADSTUDIO_PROVIDERS["openai"]["base_url"] = "http://127.0.0.1:9/v1"  # a new config
     built = []
 
-    class SlowToBuild(OpenAICompatProvider):
-        def __init__(self, **kwargs):
-            built.append(kwargs["name"])
-            time.sleep(0.05)  # as an SSL context and a pool take, long enough for others to ask
-            super().__init__(**kwargs)
+    real_init = OpenAICompatProvider.__init__
 
-    monkeypatch.setitem(router.ADAPTERS, CHAT_COMPLETIONS, SlowToBuild)
+    def slow_init(self, **kwargs):
+        built.append(kwargs["name"])
+        time.sleep(0.05)  # as an SSL context and a pool take, long enough for others to ask
+        real_init(self, **kwargs)
+
+    monkeypatch.setattr(OpenAICompatProvider, "__init__", slow_init)
     start = threading.Barrier(8)
 
     def ask():
@@ -163,3 +166,29 @@ def test_threads_asking_at_once_share_one_client(keys, settings, monkeypatch):
 
     assert built == ["openai"]
     assert all(provider is providers[0] for provider in providers)
+
+
+def _sdks_imported_after(code: str) -> str:
+    """In a new process with the project's settings: "openai anthropic" as each is in
+    sys.modules after ``code``, e.g. "False False"."""
+    report = "print('openai' in sys.modules, 'anthropic' in sys.modules)"
+    result = subprocess.run(
+        [sys.executable, "-c", f"import sys, django; django.setup(); {code}; {report}"],
+        env={**os.environ, "DJANGO_SETTINGS_MODULE": "adstudio.settings"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    return result.stdout.strip()
+
+
+def test_the_provider_sdks_load_in_web_and_worker_processes_not_in_commands():
+    """They take about 1.6 s to import: a management command (Django set up, the admin
+    included) does without them; a web process and a worker load them before their
+    first request or run."""
+    assert _sdks_imported_after("pass") == "False False"
+    assert _sdks_imported_after("import adstudio.wsgi") == "True True"
+    assert _sdks_imported_after("import adstudio.asgi") == "True True"
+    worker_start = "from conversations.tasks import _load_at_worker_start; _load_at_worker_start()"
+    assert _sdks_imported_after(worker_start) == "True True"
