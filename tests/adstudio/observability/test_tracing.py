@@ -209,6 +209,12 @@ def test_a_resumed_run_links_to_the_attempt_whose_worker_died(
     first = Run.objects.get(pk=run_id).trace_context
     _, trace_id, first_span_id, _ = first.split("-")
     assert trace_id == request.trace_id  # the first attempt ran in the request's trace
+    # Its statements so far are exported (every 0.1 s) before its worker is killed: spans
+    # still in the worker's export queue die with it.
+    collector.wait_for(
+        lambda spans: any(s.parent_id == first_span_id and s.trace_id == trace_id for s in spans),
+        what="the first attempt's statements",
+    )
 
     worker.kill()
     time.sleep(STALE_AFTER + 0.5)
@@ -224,9 +230,8 @@ def test_a_resumed_run_links_to_the_attempt_whose_worker_died(
     assert resumed.attributes["adstudio.run.id"] == run_id
     assert resumed.attributes["adstudio.run.claims"] == 2
     assert resumed.trace_id != request.trace_id  # the recovery sweep's trace
+    # The link names the dead attempt's span, under which its statements were exported.
     assert resumed.links == ((trace_id, first_span_id, {"adstudio.link": "earlier_attempt"}),)
-    # The link names the dead attempt's span: its claim's statements were exported under it.
-    assert any(s.parent_id == first_span_id and s.trace_id == trace_id for s in spans)
     assert Run.objects.get(pk=run_id).trace_context == first  # the first attempt's, kept
 
 
