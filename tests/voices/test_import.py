@@ -579,6 +579,22 @@ def test_skip_invalid_imports_the_valid_rows_and_lists_the_rest(write_json):
     assert set(Voice.objects.values_list("provider_voice_id", flat=True)) == {"th-1", "ok"}
 
 
+def test_verbosity_0_prints_only_the_rejected_rows(write_json):
+    """Django's convention, and what scripts that import a catalogue ask for."""
+    path = write_json([THAI, {**BRAZIL, "gender": "robot"}])
+
+    output = run(path, "--skip-invalid", "--verbosity", "0")
+
+    assert output.splitlines() == [
+        "Rejected 1 row(s):",
+        "  line 3 (voice 2), field 'gender': unknown gender 'robot'; expected male, female or "
+        "neutral",
+    ]
+    assert run(path, "--skip-invalid", "--verbosity", "0") == output  # a re-import: the same
+    assert Voice.objects.count() == 1
+    assert run(write_json([THAI]), "--verbosity", "0") == ""
+
+
 def test_provider_option_conflicting_with_the_row(write_json):
     message = fail(write_json([THAI]), "--provider", "azure")
     assert "line 2 (voice 1), field 'provider': 'acme' differs from --provider 'azure'" in message

@@ -60,7 +60,8 @@ class Command(BaseCommand):
     def handle(self, *args, **options) -> None:
         if options["batch_size"] < 1:
             raise CommandError("--batch-size must be at least 1.")
-        show_progress = self.stdout.isatty()
+        quiet = options["verbosity"] == 0  # Django's convention: only what went wrong
+        show_progress = self.stdout.isatty() and not quiet
         started = time.monotonic()
         try:
             report = voice_import(
@@ -84,17 +85,18 @@ class Command(BaseCommand):
             raise CommandError("\n".join(lines)) from None
         if show_progress:
             self.stdout.write("")
-        self._report(report, time.monotonic() - started)
+        self._report(report, time.monotonic() - started, quiet=quiet)
 
     def _progress(self, fraction: float, rows: int) -> None:
         self.stdout.write(f"\r{fraction:6.1%}  {rows:,} rows", ending="")
         self.stdout.flush()
 
-    def _report(self, report: ImportReport, seconds: float) -> None:
+    def _report(self, report: ImportReport, seconds: float, *, quiet: bool = False) -> None:
         prefix = "Dry run, nothing written: " if report.dry_run else ""
-        self.stdout.write(
-            f"{prefix}{report.path} ({report.format}): {report.summary()} in {seconds:.1f} s."
-        )
+        if not quiet:
+            self.stdout.write(
+                f"{prefix}{report.path} ({report.format}): {report.summary()} in {seconds:.1f} s."
+            )
         if report.errors:
             self.stdout.write(self.style.WARNING(f"Rejected {report.skipped} row(s):"))
             for line in report.error_lines():
