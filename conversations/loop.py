@@ -52,7 +52,7 @@ from conversations.providers import (
     ToolResultMessage,
     UserMessage,
 )
-from conversations.run_log import ClaimLost, EventLog, RunLog, TextEvents
+from conversations.run_log import ClaimLost, RunLog, TextEvents
 from conversations.step_gate import provider_wait, step_gate
 from conversations.summary import summarise_if_needed
 from conversations.tools import ToolOutcome, execute_tool_call, tool_specs
@@ -179,8 +179,7 @@ def _execute(claim: Claim, *, give_up: bool) -> None:
     deadline = time.monotonic() + settings.CELERY_TASK_SOFT_TIME_LIMIT
     try:
         with heartbeat:
-            state = _load_state(run, heartbeat, claim.events, history=claim.history)
-            state.draft_versions = claim.draft_versions
+            state = _load_state(claim, heartbeat)
             observability.run_started(run, provider=state.route[0].name, resumed=claim.resumed)
             if claim.resumed:
                 state.log.interrupted_call(route=state.route, messages=state.messages)
@@ -241,10 +240,9 @@ def _finished_as(outcome: Answer | Stop) -> dict:
     }
 
 
-def _load_state(
-    run: Run, heartbeat: Heartbeat, events: EventLog, *, history: list | None = None
-) -> RunState:
-    """The run's state, from its ``history`` when its claim read it."""
+def _load_state(claim: Claim, heartbeat: Heartbeat) -> RunState:
+    """The run's state, with the history and draft versions its claim read, if it did."""
+    run = claim.run
     conversation = run.conversation
     log_context.bind(conversation_id=conversation.pk, ad_id=conversation.ad_id)
     route = providers.route(
@@ -252,16 +250,16 @@ def _load_state(
         market=conversation.ad.market,
         requested=conversation.provider or None,
     )
-    rows = history
+    rows = claim.history
     if rows is None:
         rows = history_rows(
             conversation_id=conversation.pk, after_seq=conversation.summary_upto_seq
         )
     last_seq = rows[-1].seq if rows else conversation.summary_upto_seq
     log = RunLog(
-        run=run, conversation=conversation, rows=rows, next_seq=last_seq + 1, events=events
+        run=run, conversation=conversation, rows=rows, next_seq=last_seq + 1, events=claim.events
     )
-    state = RunState(log=log, route=route, heartbeat=heartbeat)
+    state = RunState(log=log, route=route, heartbeat=heartbeat, draft_versions=claim.draft_versions)
     for row in rows:
         if row.run_id == run.pk and row.role == Role.TOOL and row.is_error:
             state.failures[row.name] += 1

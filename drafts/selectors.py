@@ -7,9 +7,9 @@ import json
 import uuid
 from functools import cache
 
-from django.db import connection
 from django.db.models import Q, QuerySet
 
+from adstudio.db import quote_name
 from drafts.models import Ad, Draft, DraftKind, DraftStatus
 
 
@@ -54,7 +54,7 @@ def latest_versions_sql(ad_id_column: str) -> str:
     is ``ad_id_column``, for a statement that reads it along with other things: a JSON
     object of kind to ``[id, version]``, NULL when the ad has no draft. Read it with
     ``latest_versions_from``."""
-    table = connection.ops.quote_name(Draft._meta.db_table)
+    table = quote_name(Draft._meta.db_table)
     return (
         "(SELECT jsonb_object_agg(d.kind, jsonb_build_array(d.id, d.version)) FROM "
         f"(SELECT DISTINCT ON (kind) kind, id, version FROM {table} "

@@ -6,7 +6,7 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from django.db import connection, transaction
 from django.db.models import Q
@@ -165,7 +165,7 @@ class _Importer:
         return len(missing)
 
 
-class _BatchWriter:
+class _BatchWriter(Protocol):
     """Upserts batches of valid rows (or, in a dry run, only classifies them).
 
     ``finish`` returns (created, updated); every other valid row was unchanged. A voice
@@ -174,11 +174,9 @@ class _BatchWriter:
     ``updated_at`` keeps saying when the catalogue last changed.
     """
 
-    def add(self, rows: list[VoiceRow]) -> None:
-        raise NotImplementedError
+    def add(self, rows: list[VoiceRow]) -> None: ...
 
-    def finish(self) -> tuple[int, int]:
-        raise NotImplementedError
+    def finish(self) -> tuple[int, int]: ...
 
 
 def _staging_values(values: dict[str, Any]) -> list[Any]:
@@ -232,7 +230,7 @@ LEFT JOIN {_VOICE_TABLE} AS voice
 """
 
 
-class _CopyUpsertWriter(_BatchWriter):
+class _CopyUpsertWriter:
     """PostgreSQL: each batch is COPYed into a temporary table, then written by one
     ``INSERT ... SELECT ... ON CONFLICT DO UPDATE ... WHERE changed``.
 
@@ -284,7 +282,7 @@ class _CopyUpsertWriter(_BatchWriter):
         return self.created, self.updated
 
 
-class _OrmWriter(_BatchWriter):
+class _OrmWriter:
     """Other databases (SQLite, the embedded default): one SELECT of the batch's keys to
     tell created, updated and unchanged apart, then ``bulk_create(update_conflicts=True)``
     of the rows that differ."""
