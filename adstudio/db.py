@@ -83,6 +83,15 @@ class Fence:
     values: dict[str, Any]
 
 
+@dataclass(frozen=True)
+class BatchMark:
+    """How much a ``Batch`` held at a point: rows per model, updates and updated rows."""
+
+    rows: dict[type[Model], int]
+    updates: int
+    updated: frozenset
+
+
 class Batch:
     """Inserts and updates collected during a step and written together.
 
@@ -113,6 +122,25 @@ class Batch:
 
     def clear(self) -> None:
         self._rows, self._updates, self._updated = {}, [], set()
+
+    def mark(self) -> BatchMark:
+        """Where the batch is now, for ``rollback_to``."""
+        return BatchMark(
+            rows={model: len(rows) for model, rows in self._rows.items()},
+            updates=len(self._updates),
+            updated=frozenset(self._updated),
+        )
+
+    def rollback_to(self, mark: BatchMark) -> None:
+        """Discard what was staged since ``mark`` (the batch's savepoint); a write since
+        then has emptied the batch, and nothing is brought back."""
+        self._rows = {
+            model: rows[: mark.rows[model]]
+            for model, rows in self._rows.items()
+            if mark.rows.get(model)
+        }
+        del self._updates[mark.updates :]
+        self._updated &= mark.updated
 
     def insert(self, *objs: Model) -> None:
         for obj in objs:
@@ -149,13 +177,16 @@ class Batch:
 
     def write(self) -> bool:
         """Write what is staged and clear it. False when the fence no longer holds: then
-        nothing was written."""
+        nothing was written. A write that raises keeps what is staged, for the caller to
+        roll back to a mark and write again."""
         try:
-            return self._write()
+            written = self._write()
         except IntegrityError as exc:
             if _unique_violation(exc):
                 raise WriteConflict(str(exc)) from exc
             raise
+        self.clear()
+        return written
 
     def _write(self) -> bool:
         fence = self.fence if connection.vendor == "postgresql" else None
@@ -163,7 +194,6 @@ class Batch:
             _insert_sql(model, rows, fenced=fence is not None) for model, rows in self._rows.items()
         ]
         writes += self._updates
-        self.clear()
         if not writes:
             return True
         with connection.cursor() as cursor:

@@ -401,6 +401,11 @@ def _model_step(state: RunState, *, last_round: bool = False) -> RunTools | Answ
         events.append(run_log.text_whole(message.text))
     events += [run_log.tool_call_started(call) for call in message.tool_calls]
     log.event(*events)
+    if message.tool_calls:
+        # Stored with its first call's result (_run_tools), in one write: a worker that
+        # stops in between has stored nothing of the step and asks the model again, as
+        # one that stops while it waits on the model does.
+        return RunTools(calls=message.tool_calls, message_seq=row.seq)
     log.write()
     if truncated:
         return Stop(
@@ -417,8 +422,6 @@ def _model_step(state: RunState, *, last_round: bool = False) -> RunTools | Answ
             "content_filtered",
             "The provider's content filter stopped the reply.",
         )
-    if message.tool_calls:
-        return RunTools(calls=message.tool_calls, message_seq=row.seq)
     return Answer(text=message.text)
 
 
@@ -465,7 +468,13 @@ def _run_tools(state: RunState, step: RunTools) -> None:
             )
             record(outcome)
         else:
-            outcome = execute_tool_call(call, ctx, record=record)
+            try:
+                outcome = execute_tool_call(call, ctx, record=record)
+            except WriteConflict:
+                # The call's rows are discarded; the reply that made it is kept, so the
+                # resumed run calls the tool again without asking the model again.
+                state.log.write()
+                raise
         if state.log.lost:
             raise ClaimLost(f"run {state.run.pk} was claimed by another worker")
         if outcome.is_error:

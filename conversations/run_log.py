@@ -296,10 +296,12 @@ class RunLog:
 
     def interrupted_call(self, *, route: list[providers.ProviderBinding], messages: list) -> None:
         """Record the model call a resumed run's worker was waiting on when it died or
-        lost the database: the request was sent (its round's ``model_call.started`` is
-        written before it) and may be paid for, but its round never ended and no row
-        says so. Its prompt tokens are estimated from ``messages``, the request the run
-        sends again now; the stats then count every provider request."""
+        lost the database, or whose reply it had not stored yet (a reply that calls tools
+        is stored with its first call's result): the request was sent (its round's
+        ``model_call.started`` is written before it) and may be paid for, but its round
+        never ended and no row says so. Its prompt tokens are estimated from
+        ``messages``, the request the run sends again now; the stats then count every
+        provider request."""
         run = self.run
         last = (
             RunEvent.objects.filter(run=run, type=RunEventType.MODEL_CALL_STARTED)
@@ -330,8 +332,9 @@ class RunLog:
                 usage_exact=False,
                 finish_reason=StopReason.ERROR,
                 error_code=INTERRUPTED,
-                error="No reply was received: the worker stopped while it waited for the "
-                "model (the prompt tokens are estimated).",
+                error="No reply was stored: the worker stopped while it waited for the "
+                "model, or before the reply's step was written (the prompt tokens are "
+                "estimated).",
             )
         )
         writes.update(Run, run.pk, prompt_tokens=run.prompt_tokens, cost=run.cost, cost_exact=False)

@@ -19,7 +19,7 @@ from django.db import InterfaceError, OperationalError, transaction
 from pydantic import BaseModel, ValidationError
 
 from adstudio import observability
-from adstudio.db import WriteConflict
+from adstudio.db import BatchMark, WriteConflict
 from adstudio.tools import Tool, ToolContext, ToolError, ToolResult, WrittenDraft
 from conversations.providers import ToolCall, ToolSpec
 from drafts.tools import CREATE_MUSIC_DRAFT, CREATE_SFX_DRAFT, CREATE_VOICE_DRAFT, GET_CURRENT_STATE
@@ -98,11 +98,12 @@ def _prepare(call: ToolCall, ctx: ToolContext) -> tuple[Tool, BaseModel] | ToolO
         )
 
 
-def _discard_staged(ctx: ToolContext) -> None:
-    """Rows a failed handler staged go the way of its rolled-back transaction, and with a
-    draft among them, what the run knew of the latest versions."""
-    if ctx.batch is not None:
-        ctx.batch.clear()
+def _discard_staged(ctx: ToolContext, mark: BatchMark | None) -> None:
+    """Rows a failed handler staged (since ``mark``) go the way of its rolled-back
+    transaction, and with a draft among them, what the run knew of the latest versions.
+    What was staged before it (the reply that made the call) stays."""
+    if ctx.batch is not None and mark is not None:
+        ctx.batch.rollback_to(mark)
     if ctx.draft_versions is not None:
         ctx.draft_versions.forget()
 
@@ -132,6 +133,7 @@ def execute_tool_call(
         outcome = prepared
     else:
         tool, args = prepared
+        mark = ctx.batch.mark() if ctx.batch is not None else None
         try:
             with transaction.atomic() if tool.writes and ctx.batch is None else nullcontext():
                 result = tool.handler(ctx, args)
@@ -144,15 +146,15 @@ def execute_tool_call(
             return outcome
         except ToolError as exc:
             outcome = ToolOutcome(exc.as_result(), is_error=True)
-            _discard_staged(ctx)
+            _discard_staged(ctx, mark)
         except (OperationalError, InterfaceError, WriteConflict):
             # The database went away (a restart, a dropped connection), or the rows were
             # built from a stale read, not the tool's fault: the run resumes from what is
             # stored and calls it again.
-            _discard_staged(ctx)
+            _discard_staged(ctx, mark)
             raise
         except Exception:
-            _discard_staged(ctx)
+            _discard_staged(ctx, mark)
             logger.exception("tool %s failed on call %s", call.name, call.id)
             outcome = _error(
                 f"{call.name} failed with an internal error.",

@@ -20,8 +20,9 @@ What the peer does per session, so that its figures can be read honestly against
   turn's items there.
 
 Ours, for the same session, writes every step durably to PostgreSQL (the run's claim,
-each model reply with its ModelCall, each tool result, the drafts with their version
-lock, the run's finish) and counts tokens for its context budget. Tracing is off on both
+each model reply with its ModelCall and its first tool call's result, the drafts, whose
+versions a unique constraint keeps 1..n, the final answer, the run's finish) and counts
+tokens for its context budget. Tracing is off on both
 sides.
 """
 

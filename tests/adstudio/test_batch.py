@@ -9,7 +9,7 @@ from django.contrib.auth.models import User
 from django.db import IntegrityError, connection, transaction
 from django.test.utils import CaptureQueriesContext
 
-from adstudio.db import Add, Batch
+from adstudio.db import Add, Batch, WriteConflict
 from conversations.models import Conversation, Message, Run, RunEvent
 from drafts.models import Ad
 
@@ -90,6 +90,49 @@ def test_clear_drops_what_was_staged(run):
     assert not RunEvent.objects.filter(run=run).exists()
     run.refresh_from_db()
     assert run.rounds == 2
+
+
+def test_rollback_to_a_mark_drops_only_what_was_staged_after_it(run):
+    batch = Batch()
+    batch.insert(Message(conversation=run.conversation, run=run, seq=1, role="assistant"))
+    batch.insert(RunEvent(run=run, seq=1, type="text", data={"kept": True}))
+    batch.update(Run, run.pk, rounds=1)
+    mark = batch.mark()
+    batch.insert(Message(conversation=run.conversation, run=run, seq=2, role="tool"))
+    batch.insert(RunEvent(run=run, seq=2, type="text"))
+    batch.insert(Ad(owner=run.conversation.ad.owner, title="dropped", language="en"))
+    batch.update(Conversation, run.conversation_id, prompt_tokens=Add(5))
+
+    batch.rollback_to(mark)
+    batch.update(Conversation, run.conversation_id, prompt_tokens=Add(7))  # no longer twice
+    with pytest.raises(ValueError, match="already updated"):
+        batch.update(Run, run.pk, rounds=2)  # staged before the mark: still there
+    batch.write()
+
+    assert list(Message.objects.filter(run=run).values_list("seq", "role")) == [(1, "assistant")]
+    assert list(RunEvent.objects.filter(run=run).values_list("data", flat=True)) == [{"kept": True}]
+    assert not Ad.objects.filter(title="dropped").exists()
+    run.refresh_from_db()
+    run.conversation.refresh_from_db()
+    assert (run.rounds, run.conversation.prompt_tokens) == (1, 7)
+
+
+def test_a_refused_write_keeps_what_was_staged_for_a_rollback_and_a_second_write(run):
+    RunEvent.objects.create(run=run, seq=2, type="text")
+    batch = Batch()
+    batch.insert(Message(conversation=run.conversation, run=run, seq=1, role="assistant"))
+    mark = batch.mark()
+    batch.insert(RunEvent(run=run, seq=2, type="text"))  # taken: run_event_unique_seq
+
+    with pytest.raises(WriteConflict, match="run_event_unique_seq"), transaction.atomic():
+        batch.write()
+    assert batch  # nothing was written, nothing dropped
+    batch.rollback_to(mark)
+    batch.write()
+
+    assert not batch
+    assert list(Message.objects.filter(run=run).values_list("seq", flat=True)) == [1]
+    assert RunEvent.objects.filter(run=run).count() == 1
 
 
 def _synchronous_commit() -> str:

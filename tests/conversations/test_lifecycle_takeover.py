@@ -1,8 +1,9 @@
 """A worker whose run another worker has claimed since (``Run.claims`` moved on) writes
 nothing more of it, even between that claim and its own next heartbeat: each step's
 write checks the claim in its own statement. The takeover is a real claim, made on
-another database connection at the worst moment: after the model replied and before the
-reply is written, and after a tool ran and before its result is written."""
+another database connection at the worst moment: after the model replied, and before the
+call it asked for runs, both before the step (the reply with the call's result) is
+written."""
 
 from __future__ import annotations
 
@@ -112,11 +113,12 @@ def test_a_reply_that_arrives_after_a_takeover_is_not_written(
 
 
 def test_a_tool_result_after_a_takeover_is_not_written(fake_providers, run, monkeypatch, caplog):
+    """The reply that made the call is stored with the call's result: neither is."""
     fake_providers.script(turn(tool_calls=[MUSIC]))
     real_execute = conversations.loop.execute_tool_call
 
     def taken_over_then_execute(*args, **kwargs):
-        take_over(run.pk)  # after the reply was written, before the call's result
+        take_over(run.pk)  # after the model's reply, before the call runs and is written
         return real_execute(*args, **kwargs)
 
     monkeypatch.setattr(conversations.loop, "execute_tool_call", taken_over_then_execute)
@@ -125,26 +127,34 @@ def test_a_tool_result_after_a_takeover_is_not_written(fake_providers, run, monk
     run_agent(run.pk)
 
     run.refresh_from_db()
-    assert (run.status, run.claims, run.rounds) == ("running", 2, 1)
+    assert (run.status, run.claims, run.rounds) == ("running", 2, 0)
     rows = Message.objects.filter(run=run).order_by("seq")
-    assert [(m.seq, m.role) for m in rows] == [(1, "user"), (2, "assistant")]
+    assert [(m.seq, m.role) for m in rows] == [(1, "user")]
     assert not Draft.objects.exists()  # staged with the result, in the same statement
+    assert not ModelCall.objects.filter(run=run).exists()
     assert [type for type, _ in events_of(run)] == [
         "run.started",
         "model_call.started",
-        "tool_call.started",
         "run.started",  # the other worker's claim; nothing of the first worker after it
     ]
     assert "taken over by another worker; this one stops" in caplog.text
     assert not [r for r in caplog.records if r.levelno >= logging.ERROR], caplog.text
 
     monkeypatch.setattr(conversations.loop, "execute_tool_call", real_execute)
-    fake_providers.script(turn("Music v1 is ready."))
+    fake_providers.script(turn(tool_calls=[MUSIC]), turn("Music v1 is ready."))
     resume_elsewhere(run)
 
     run.refresh_from_db()
     assert (run.status, run.final_message) == ("succeeded", "Music v1 is ready.")
     assert list(Draft.objects.values_list("kind", "version")) == [("music", 1)]
-    tools = Message.objects.filter(run=run, role="tool")
-    assert [(m.seq, m.tool_call_id) for m in tools] == [(3, rows[1].tool_calls[0]["id"])]
+    rows = Message.objects.filter(run=run).order_by("seq")
+    assert [(m.seq, m.role) for m in rows] == [
+        (1, "user"),
+        (2, "assistant"),
+        (3, "tool"),
+        (4, "assistant"),
+    ]
+    assert rows[2].tool_call_id == rows[1].tool_calls[0]["id"]
+    calls = ModelCall.objects.filter(run=run).order_by("id")
+    assert [(c.round, c.error_code) for c in calls] == [(1, "interrupted"), (1, ""), (2, "")]
     assert RunEvent.objects.filter(run=run, type="run.finished").count() == 1

@@ -59,6 +59,8 @@ def test_with_the_versions_known_a_replayed_call_is_found_by_its_write(ad):
     )
     with pytest.raises(WriteConflict):
         batch.write()
+    assert batch  # kept for the caller, who discards the call's rows (the tool executor)
+    batch.clear()
     again, created_again = draft_create(
         ad=ad, version=music("take 2"), run_id=run_id, tool_call_id="1:a", batch=batch
     )

@@ -176,9 +176,10 @@ def assert_invariants(runs: list[Run], *, survivors: set[tuple] = frozenset()) -
 
 
 def test_killed_while_writing_the_draft_and_its_tool_message(worker, fake_openai, make_ad):
-    """The draft and its tool message are one statement, committed on its own (no
-    transaction around it): the worker is killed while that statement waits, PostgreSQL
-    completes it whole once it can, and the resumed run goes on from the stored result,
+    """The model's reply, the draft and its tool message are one statement, committed on
+    its own (no transaction around it): the worker is killed while that statement waits,
+    PostgreSQL completes it whole once it can, and the resumed run goes on from the stored
+    result,
     neither executing the call again nor asking the model again. (The same statement
     aborted instead: ``test_a_connection_lost_in_the_middle_of_a_step_resumes_the_run``.)"""
     ad = make_ad(language="en")
@@ -192,8 +193,8 @@ def test_killed_while_writing_the_draft_and_its_tool_message(worker, fake_openai
 
     with lock_holder() as holder:
         # Messages so far: the user's (#1); the model's reply is #2, its tool result #3.
-        # An uncommitted #3 of our own makes the worker's write of #3 (with the draft, in
-        # one statement) wait for us.
+        # An uncommitted #3 of our own makes the worker's write of #2 and #3 (with the
+        # draft, in one statement) wait for us.
         holder.execute(
             "INSERT INTO conversations_message (conversation_id, seq, role, text, tool_calls, "
             "tool_call_id, name, is_error, provider_data, tokens, created_at) "
@@ -210,10 +211,10 @@ def test_killed_while_writing_the_draft_and_its_tool_message(worker, fake_openai
         assert not Draft.objects.filter(ad=ad).exists()
         survivors = stored([conversation])
         roles = Message.objects.filter(conversation=conversation).values_list("seq", "role")
-        assert list(roles) == [(1, "user"), (2, "assistant")]
+        assert list(roles) == [(1, "user")]
         kill_blocked_worker(worker, holder, pids)
 
-    # The orphaned statement was completed whole: the draft with its tool message.
+    # The orphaned statement was completed whole: the reply, the draft, its tool message.
     assert list(Draft.objects.filter(ad=ad).values_list("kind", "version")) == [("music", 1)]
     tools = Message.objects.filter(conversation=conversation, role="tool")
     assert [(m.seq, m.name) for m in tools] == [(3, "create_music_draft")]
@@ -241,11 +242,13 @@ def test_killed_while_writing_the_draft_and_its_tool_message(worker, fake_openai
 
 
 def test_a_connection_lost_in_the_middle_of_a_step_resumes_the_run(worker, fake_openai, make_ad):
-    """The worker's connection is terminated while it writes a tool step: a transient
-    fault. The worker takes the run again and resumes from what is stored (the step was
-    rolled back), executing the call once; the run does not fail."""
+    """The worker's connection is terminated while it writes a tool step (the model's
+    reply with the call's result and draft): a transient fault. The worker takes the run
+    again and resumes from what is stored (the step was rolled back): it asks the model
+    again and executes the call once; the run does not fail."""
     ad = make_ad(language="en")
     fake_openai.script(
+        turn(tool_calls=[call("create_music_draft", {"prompt": "warm acoustic pop"})]),
         turn(tool_calls=[call("create_music_draft", {"prompt": "warm acoustic pop"})]),
         turn("Music v1 is ready."),
     )
@@ -273,7 +276,10 @@ def test_a_connection_lost_in_the_middle_of_a_step_resumes_the_run(worker, fake_
     assert list(Draft.objects.filter(ad=ad).values_list("kind", "version")) == [("music", 1)]
     tools = Message.objects.filter(conversation=conversation, role="tool")
     assert [(m.seq, m.name, m.is_error) for m in tools] == [(3, "create_music_draft", False)]
-    assert len(fake_openai.requests) == 2  # the stored reply was not asked for again
+    assert len(fake_openai.requests) == 3  # the reply rolled back with its step is asked again
+    # The request whose reply was rolled back is on record as interrupted.
+    calls = ModelCall.objects.filter(run=run).order_by("created_at")
+    assert [(c.round, c.error_code) for c in calls] == [(1, "interrupted"), (1, ""), (2, "")]
     started = RunEvent.objects.filter(run=run, type="run.started").order_by("seq")
     assert [e.data["resumed"] for e in started] == [False, True]
     assert "resuming it from what is stored" in worker.log.read_text()
