@@ -85,10 +85,9 @@ class Fence:
 
 @dataclass(frozen=True)
 class BatchMark:
-    """How much a ``Batch`` held at a point: rows per model, updates and updated rows."""
+    """What a ``Batch`` held at a point: its rows per model and its updated rows."""
 
     rows: dict[type[Model], int]
-    updates: int
     updated: frozenset
 
 
@@ -114,21 +113,20 @@ class Batch:
     def __init__(self, *, fence: Fence | None = None) -> None:
         self.fence = fence
         self._rows: dict[type[Model], list[Model]] = {}
-        self._updates: list[tuple[str, list]] = []
-        self._updated: set[tuple[type[Model], Any]] = set()
+        # Per (model, pk) updated, its UPDATE statement and parameters.
+        self._updates: dict[tuple[type[Model], Any], tuple[str, list]] = {}
 
     def __bool__(self) -> bool:
         return bool(self._rows or self._updates)
 
     def clear(self) -> None:
-        self._rows, self._updates, self._updated = {}, [], set()
+        self._rows, self._updates = {}, {}
 
     def mark(self) -> BatchMark:
         """Where the batch is now, for ``rollback_to``."""
         return BatchMark(
             rows={model: len(rows) for model, rows in self._rows.items()},
-            updates=len(self._updates),
-            updated=frozenset(self._updated),
+            updated=frozenset(self._updates),
         )
 
     def rollback_to(self, mark: BatchMark) -> None:
@@ -139,8 +137,7 @@ class Batch:
             for model, rows in self._rows.items()
             if mark.rows.get(model)
         }
-        del self._updates[mark.updates :]
-        self._updated &= mark.updated
+        self._updates = {key: u for key, u in self._updates.items() if key in mark.updated}
 
     def insert(self, *objs: Model) -> None:
         for obj in objs:
@@ -150,10 +147,9 @@ class Batch:
         """``UPDATE`` the row ``pk`` of ``model`` with ``values`` (by field name); a value
         wrapped in ``Add`` is added to the field's current value."""
         key = (model, pk)
-        if key in self._updated:
+        if key in self._updates:
             # PostgreSQL applies only one of two changes to a row in one statement.
             raise ValueError(f"{model.__name__} {pk} is already updated in this batch.")
-        self._updated.add(key)
         opts = model._meta
         db = connections[DEFAULT_DB_ALIAS]  # not the proxy (``_insert_sql``)
         assignments, params = [], []
@@ -167,13 +163,30 @@ class Batch:
                 assignments.append(f"{column} = %s")
             params.append(field.get_db_prep_save(value, db))
         params.append(opts.pk.get_db_prep_value(pk, db))
-        self._updates.append(
-            (
-                f"UPDATE {quote_name(opts.db_table)} SET {', '.join(assignments)} "
-                f"WHERE {quote_name(opts.pk.column)} = %s",
-                params,
-            )
+        self._updates[key] = (
+            f"UPDATE {quote_name(opts.db_table)} SET {', '.join(assignments)} "
+            f"WHERE {quote_name(opts.pk.column)} = %s",
+            params,
         )
+
+    def pop_update(self, model: type[Model], pk: Any, /) -> bool:
+        """Drop the staged update of ``model``'s row ``pk`` (for a caller whose own
+        statement sets that row); whether there was one."""
+        return self._updates.pop((model, pk), None) is not None
+
+    @property
+    def updated_rows(self) -> frozenset[tuple[type[Model], Any]]:
+        """The (model, pk) of each row the batch updates."""
+        return frozenset(self._updates)
+
+    def statements(self, *, fenced: bool = False) -> list[tuple[str, list]]:
+        """The staged writes, one INSERT per model then the UPDATEs; ``fenced``: each
+        writes only if the statement it is part of has a row in its ``fence`` CTE."""
+        writes = [_insert_sql(model, rows, fenced=fenced) for model, rows in self._rows.items()]
+        for sql, params in self._updates.values():
+            # The UPDATE's WHERE clause ends it.
+            writes.append((f"{sql} AND EXISTS (SELECT 1 FROM fence)" if fenced else sql, params))
+        return writes
 
     def write(self) -> bool:
         """Write what is staged and clear it. False when the fence no longer holds: then
@@ -190,10 +203,7 @@ class Batch:
 
     def _write(self) -> bool:
         fence = self.fence if connection.vendor == "postgresql" else None
-        writes = [
-            _insert_sql(model, rows, fenced=fence is not None) for model, rows in self._rows.items()
-        ]
-        writes += self._updates
+        writes = self.statements(fenced=fence is not None)
         if not writes:
             return True
         with connection.cursor() as cursor:
@@ -235,14 +245,19 @@ def _write_fenced(cursor, fence: Fence, writes: list[tuple[str, list]]) -> bool:
     """The writes as one statement (PostgreSQL) that checks and locks the fence's row
     first; each write happens only if the fence holds. Returns whether it held."""
     fence_sql, params = _fence_sql(fence)
-    ctes = [f"fence AS MATERIALIZED ({fence_sql})"]
-    for n, (sql, write_params) in enumerate(writes):
-        if sql.startswith("UPDATE"):  # its WHERE clause ends the statement
-            sql = f"{sql} AND EXISTS (SELECT 1 FROM fence)"
-        ctes.append(f"w{n} AS ({sql})")
-        params += write_params
-    cursor.execute(f"WITH {', '.join(ctes)} SELECT count(*) FROM fence", params)
+    ctes, write_params = fenced_writes(writes)
+    cursor.execute(
+        f"WITH fence AS MATERIALIZED ({fence_sql}), {ctes} SELECT count(*) FROM fence",
+        params + write_params,
+    )
     return cursor.fetchone()[0] > 0
+
+
+def fenced_writes(writes: list[tuple[str, list]]) -> tuple[str, list]:
+    """``Batch.statements(fenced=True)`` as the CTEs of one statement that defines
+    ``fence``, and their parameters."""
+    ctes = ", ".join(f"w{n} AS ({sql})" for n, (sql, _) in enumerate(writes))
+    return ctes, [p for _, params in writes for p in params]
 
 
 def insert_rows(*objs: Model) -> None:

@@ -20,7 +20,17 @@ from django.db.models import Case, F, Q, Value, When
 from django.utils import timezone
 
 from adstudio import observability
-from adstudio.db import Add, Batch, column, columns, from_row, prep, quote_name, uuid_param
+from adstudio.db import (
+    Add,
+    Batch,
+    column,
+    columns,
+    fenced_writes,
+    from_row,
+    prep,
+    quote_name,
+    uuid_param,
+)
 from conversations import run_log
 from conversations.locks import after_unfinished_params, after_unfinished_sql, run_lock
 from conversations.message_rows import history_rows_from, history_sql
@@ -33,7 +43,7 @@ from conversations.models import (
     RunStatus,
     StopCause,
 )
-from conversations.run_log import EventLog
+from conversations.run_log import RUN_COUNTERS, EventLog, RunLog
 from drafts.models import Ad
 from drafts.selectors import latest_versions_from, latest_versions_sql
 from drafts.services import LatestVersions
@@ -347,30 +357,53 @@ def _finished_fields(
 
 
 def _write_finish(
-    run_id: uuid.UUID, fields: dict, *, claim: int | None = None, whole: bool = False
+    run_id: uuid.UUID,
+    fields: dict,
+    *,
+    claim: int | None = None,
+    whole: bool = False,
+    answer: RunLog | None = None,
 ) -> uuid.UUID | None:
     """Write the finish in one statement (PostgreSQL): the run, its usage added to its
     conversation's totals (whose ``updated_at`` is its last activity) and its
-    ``run.finished`` event. Returns the run's conversation, or None when the run had
-    already ended (or, with ``whole``, its history is not whole), in which case nothing
-    is written."""
+    ``run.finished`` event; with ``answer``, its staged step too (``run_finish``).
+    Returns the run's conversation, or None when the run had already ended (or, with
+    ``whole``, its history is not whole), in which case nothing is written."""
     now = fields["finished_at"]
+    sql = _finish_sql(claimed=claim is not None, whole_history=whole, answered=answer is not None)
+    params = [
+        *(prep(Run, name, fields[name]) for name in _FINISHED_FIELDS),
+        *(prep(Run, name, getattr(answer.run, name)) for name in RUN_COUNTERS if answer),
+        uuid_param(run_id),
+        *RunStatus.finished(),
+        *([claim] if claim is not None else []),
+    ]
+    if whole and answer is not None:
+        run = uuid_param(run_id)
+        params += [run, answer.rows[-1].seq - 1, run, run]  # the answer is the last row
+    elif whole:
+        params += [uuid_param(run_id)] * _WHOLE_HISTORY_PARAMS
+    params.append(prep(Conversation, "updated_at", now))
+    if answer is None:
+        finished = _finished_event(fields)
+        params += [
+            finished[0],
+            prep(RunEvent, "data", finished[1]),
+            prep(RunEvent, "created_at", now),
+        ]
+    else:
+        # The step's counters are set by the finish's own UPDATE of the run, and its
+        # run.finished event follows the step's events.
+        answer.batch.pop_update(Run, run_id)
+        answer.event(_finished_event(fields))
+        ctes, write_params = fenced_writes(answer.batch.statements(fenced=True))
+        sql = f"{sql}, {ctes} SELECT conversation_id FROM f"
+        params += write_params
     with connection.cursor() as cursor:
-        cursor.execute(
-            _finish_sql(claimed=claim is not None, whole_history=whole),
-            [
-                *(prep(Run, name, fields[name]) for name in _FINISHED_FIELDS),
-                uuid_param(run_id),
-                *RunStatus.finished(),
-                *([claim] if claim is not None else []),
-                *([uuid_param(run_id)] * _WHOLE_HISTORY_PARAMS if whole else []),
-                prep(Conversation, "updated_at", now),
-                RunEventType.RUN_FINISHED,
-                prep(RunEvent, "data", _finished_event(fields)[1]),
-                prep(RunEvent, "created_at", now),
-            ],
-        )
+        cursor.execute(sql, params)
         row = cursor.fetchone()
+    if answer is not None:
+        answer.batch.clear()
     return None if row is None else Conversation._meta.pk.to_python(row[0])
 
 
@@ -457,6 +490,7 @@ def run_finish(
     error_message: str = "",
     final_message: str = "",
     claim: int | None = None,
+    answer: RunLog | None = None,
 ) -> bool:
     """End the run exactly once (False if it had already ended) and start the next
     queued run of its conversation. With ``claim`` (the worker's ``Run.claims`` token),
@@ -464,6 +498,11 @@ def run_finish(
     worker must not end it under that worker. A worker's run succeeds only over a history
     the database holds whole (``_WHOLE_HISTORY``); otherwise nothing is written, False is
     returned, and the run is still the worker's to resume from what is stored.
+
+    ``answer``: the run's log with its last step staged, not written: the answer (its
+    assistant message, model call, events and the run's counters). On PostgreSQL it is
+    written by the finish's statement, so the answer and the run's end are stored
+    together or not at all; elsewhere it is written first.
 
     On PostgreSQL this is the finish's one statement, which ends the run only if it has
     not ended yet: no lock, read or commit of its own at the end of every run."""
@@ -475,9 +514,13 @@ def run_finish(
         "error_message": error_message,
         "final_message": final_message,
     }
+    if answer is not None and not _writable_with_finish(answer):
+        if not answer.batch.write():  # the run was claimed by another worker
+            return False
+        answer = None
     if connection.vendor == "postgresql":
         conversation_id = _write_finish(
-            run_id, _finished_fields(**outcome), claim=claim, whole=whole
+            run_id, _finished_fields(**outcome), claim=claim, whole=whole, answer=answer
         )
         if conversation_id is None:
             return False
@@ -499,6 +542,12 @@ def run_finish(
         return True
 
 
+def _writable_with_finish(answer: RunLog) -> bool:
+    """Whether the finish's statement can write ``answer``'s staged step: on PostgreSQL,
+    and when the step updates no row but the run's, which the finish sets itself."""
+    return connection.vendor == "postgresql" and answer.batch.updated_rows <= {(Run, answer.run.pk)}
+
+
 # A run's usage, added to its conversation's totals when it finishes.
 _USAGE_TOTALS = ("prompt_tokens", "completion_tokens", "cached_tokens", "cost")
 
@@ -507,19 +556,30 @@ _USAGE_TOTALS = ("prompt_tokens", "completion_tokens", "cached_tokens", "cost")
 # contiguous, each tool call of its assistant messages has a result after it, and its
 # last message is an assistant message that calls no tool (the answer). A worker's run
 # succeeds only then: a step the database lost (a crash) is redone, never skipped.
-_WHOLE_HISTORY = (
-    "EXISTS (SELECT 1 FROM {m} u WHERE u.run_id = %s AND u.role = 'user') "
-    "AND (SELECT count(*) = max(seq) - min(seq) + 1 FROM {m} WHERE run_id = %s) "
-    "AND NOT EXISTS (SELECT 1 FROM {m} a CROSS JOIN LATERAL jsonb_array_elements("
+_USER_STORED = "EXISTS (SELECT 1 FROM {m} u WHERE u.run_id = %s AND u.role = 'user') "
+_CALLS_ANSWERED = (
+    "NOT EXISTS (SELECT 1 FROM {m} a CROSS JOIN LATERAL jsonb_array_elements("
     "CASE jsonb_typeof(a.tool_calls) WHEN 'array' THEN a.tool_calls ELSE '[]' END) c "
     "WHERE a.run_id = %s AND a.role = 'assistant' AND NOT EXISTS (SELECT 1 FROM {m} t "
     "WHERE t.run_id = a.run_id AND t.role = 'tool' AND t.seq > a.seq "
     "AND t.tool_call_id = c.value ->> 'id')) "
-    "AND EXISTS (SELECT 1 FROM {m} l WHERE l.run_id = %s AND l.role = 'assistant' "
+)
+_WHOLE_HISTORY = (
+    _USER_STORED
+    + "AND (SELECT count(*) = max(seq) - min(seq) + 1 FROM {m} WHERE run_id = %s) AND "
+    + _CALLS_ANSWERED
+    + "AND EXISTS (SELECT 1 FROM {m} l WHERE l.run_id = %s AND l.role = 'assistant' "
     "AND l.tool_calls IN ('[]', 'null') "
     "AND l.seq = (SELECT max(seq) FROM {m} WHERE run_id = %s))"
 )
 _WHOLE_HISTORY_PARAMS = _WHOLE_HISTORY.count("%s")
+# The same, for a finish that writes the answer in its own statement (which cannot see
+# that row): whole but for the answer, whose seq (less one, the parameter) is the run's
+# last stored message's.
+_WHOLE_BEFORE_ANSWER = (
+    _USER_STORED + "AND (SELECT count(*) = max(seq) - min(seq) + 1 AND max(seq) = %s FROM {m} "
+    "WHERE run_id = %s) AND " + _CALLS_ANSWERED
+)
 
 
 def history_whole(*, run_id: uuid.UUID) -> bool:
@@ -555,25 +615,36 @@ def _whole_history_sql() -> str:
 
 
 @cache
-def _finish_sql(*, claimed: bool, whole_history: bool = False) -> str:
+def _finish_sql(*, claimed: bool, whole_history: bool = False, answered: bool = False) -> str:
     """``_write_finish``'s statement. Its event takes the run's next sequence number.
     ``claimed``: only while the run's claims are the given token; ``whole_history``: only
-    over a whole history (``_WHOLE_HISTORY``)."""
+    over a whole history (``_WHOLE_HISTORY``). ``answered``: the start of a statement that
+    also writes the run's answer step, whose writes the caller adds as CTEs (each only if
+    ``fence`` has a row: the run was ended now), with the ``run.finished`` event among
+    them; the run's counters are set with its end, and the history is whole with the
+    answer (``_WHOLE_BEFORE_ANSWER``)."""
     runs, conversations, events = (
         quote_name(m._meta.db_table) for m in (Run, Conversation, RunEvent)
     )
-    assignments = ", ".join(f"{column(Run, name)} = %s" for name in _FINISHED_FIELDS)
+    names = _FINISHED_FIELDS + (RUN_COUNTERS if answered else ())
+    assignments = ", ".join(f"{column(Run, name)} = %s" for name in names)
     usage = [column(Run, name) for name in _USAGE_TOTALS]  # named alike on both models
     totals = ", ".join(f"{column} = c.{column} + f.{column}" for column in usage)
-    whole = _WHOLE_HISTORY.format(m=quote_name(Message._meta.db_table))
-    return (
+    whole = (_WHOLE_BEFORE_ANSWER if answered else _WHOLE_HISTORY).format(
+        m=quote_name(Message._meta.db_table)
+    )
+    head = (
         f"WITH f AS (UPDATE {runs} SET {assignments} WHERE id = %s AND status NOT IN (%s, %s, %s) "
         f"{'AND claims = %s ' if claimed else ''}"
         f"{f'AND {whole} ' if whole_history else ''}"
         f"RETURNING id, conversation_id, {', '.join(usage)}), "
         f"c AS (UPDATE {conversations} c SET {totals}, updated_at = %s FROM f "
-        "WHERE c.id = f.conversation_id), "
-        f"e AS (INSERT INTO {events} (run_id, seq, type, data, created_at) SELECT f.id, "
+        "WHERE c.id = f.conversation_id)"
+    )
+    if answered:
+        return f"{head}, fence AS MATERIALIZED (SELECT 1 FROM f)"
+    return (
+        f"{head}, e AS (INSERT INTO {events} (run_id, seq, type, data, created_at) SELECT f.id, "
         f"COALESCE((SELECT max(seq) FROM {events} WHERE run_id = f.id), 0) + 1, %s, %s, %s "
         "FROM f) "
         "SELECT conversation_id FROM f"

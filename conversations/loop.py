@@ -209,17 +209,26 @@ def _execute(claim: Claim, *, give_up: bool) -> None:
     if heartbeat.lost:  # another worker holds the run now: it is its to finish
         logger.warning("run %s was taken over by another worker; this one stops", run.pk)
         return
-    if isinstance(outcome, Answer) and give_up and not history_whole(run_id=run.pk):
-        logger.error("run %s: its stored history is not whole; it ends failed", run.pk)
-        outcome = Stop(RunStatus.FAILED, StopCause.ERROR, "history_incomplete", _INCOMPLETE)
+    # A new answer is staged, not written: the finish writes it in its own statement.
+    answer = state.log if isinstance(outcome, Answer) and state.log.batch else None
     try:
-        finished = run_finish(run_id=run.pk, claim=run.claims, **_finished_as(outcome))
+        if answer is not None and give_up:  # the history is checked as stored, below
+            answer.write()
+            answer = None
+        if isinstance(outcome, Answer) and give_up and not history_whole(run_id=run.pk):
+            logger.error("run %s: its stored history is not whole; it ends failed", run.pk)
+            outcome = Stop(RunStatus.FAILED, StopCause.ERROR, "history_incomplete", _INCOMPLETE)
+        finished = run_finish(
+            run_id=run.pk, claim=run.claims, answer=answer, **_finished_as(outcome)
+        )
         if (
             isinstance(outcome, Answer)
             and not finished
             and run_held(run_id=run.pk, claim=run.claims)
         ):
             raise _ResumeFromDatabase("its stored history is not whole")
+    except ClaimLost:
+        logger.warning("run %s was taken over by another worker; this one stops", run.pk)
     except (OperationalError, InterfaceError) as exc:
         raise _ResumeFromDatabase(f"its database connection was lost ({exc})") from exc
 
@@ -406,6 +415,8 @@ def _model_step(state: RunState, *, last_round: bool = False) -> RunTools | Answ
         # stops in between has stored nothing of the step and asks the model again, as
         # one that stops while it waits on the model does.
         return RunTools(calls=message.tool_calls, message_seq=row.seq)
+    if not (truncated or filtered):
+        return Answer(text=message.text)  # stored with the run's finish (_execute)
     log.write()
     if truncated:
         return Stop(
@@ -415,14 +426,12 @@ def _model_step(state: RunState, *, last_round: bool = False) -> RunTools | Answ
             "The model's reply was cut off at its token limit in the middle of a tool call; "
             "the call was not executed.",
         )
-    if response.stop_reason == StopReason.CONTENT_FILTER:
-        return Stop(
-            RunStatus.FAILED,
-            StopCause.ERROR,
-            "content_filtered",
-            "The provider's content filter stopped the reply.",
-        )
-    return Answer(text=message.text)
+    return Stop(
+        RunStatus.FAILED,
+        StopCause.ERROR,
+        "content_filtered",
+        "The provider's content filter stopped the reply.",
+    )
 
 
 def _run_tools(state: RunState, step: RunTools) -> None:

@@ -43,7 +43,7 @@ from conversations.tools import ToolOutcome, tool_specs
 TEXT_EVENT_INTERVAL = 0.25  # seconds between streamed text events
 INTERRUPTED = "interrupted"  # ModelCall.error_code of a request whose reply never came
 # What a model step writes of the run, as values (this worker is their only writer).
-_RUN_COUNTERS = (
+RUN_COUNTERS = (
     "rounds",
     "provider",
     "model",
@@ -282,7 +282,7 @@ class RunLog:
         run.cached_tokens += usage.cached_prompt_tokens
         run.cost += usage_cost(model=response.model, usage=usage)
         run.cost_exact = run.cost_exact and usage.exact
-        self.batch.update(Run, run.pk, **{name: getattr(run, name) for name in _RUN_COUNTERS})
+        self.batch.update(Run, run.pk, **{name: getattr(run, name) for name in RUN_COUNTERS})
 
     def model_call(self, round_no: int, attempt: providers.Attempt) -> None:
         """Record one attempt at a model call: a success with the reply's step; a failure

@@ -8,8 +8,11 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
+from conversations import run_log
 from conversations.leases import history_whole, run_finish
 from conversations.models import Conversation, Message, Run, RunEvent
+from conversations.providers import AssistantMessage
+from conversations.run_log import EventLog, RunLog
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -156,3 +159,72 @@ def test_a_workers_run_succeeds_only_over_a_whole_history(running, messages, gap
     assert RunEvent.objects.filter(run=running, type="run.finished").count() == int(whole)
     if not whole:  # a failure, a cancellation, or a finish without a claim is not held up
         assert run_finish(run_id=running.pk, status="failed", cause="error", claim=1)
+
+
+def staged_answer(run: Run, *, next_seq: int) -> RunLog:
+    """The run's log with its answer step staged (the answer's seq is ``next_seq``), as
+    the loop leaves it for the finish."""
+    log = RunLog(
+        run=run,
+        conversation=run.conversation,
+        rows=[],
+        next_seq=next_seq,
+        events=EventLog(run, next_seq=4),  # after the fixture's 3 events
+    )
+    log.append(AssistantMessage(text="Music v1 is ready."))
+    log.event(run_log.text_whole("Music v1 is ready."))
+    run.rounds, run.prompt_tokens = 2, 450  # the counters as the answer's step left them
+    log.batch.update(Run, run.pk, rounds=run.rounds, prompt_tokens=run.prompt_tokens)
+    return log
+
+
+@pytest.mark.parametrize(
+    ("messages", "gap_after", "answer_seq", "whole"),
+    [
+        ((USER, CALL, RESULT), None, 4, True),
+        ((USER,), None, 2, True),
+        ((CALL, RESULT), None, 3, False),  # the user message is lost
+        ((USER, CALL), None, 3, False),  # a call without its result
+        ((USER, CALL, RESULT), 1, 5, False),  # a step lost in the middle
+        ((USER, CALL, RESULT), None, 5, False),  # a step lost before the answer
+    ],
+    ids=["whole", "no-tools", "no-user", "unanswered", "gap", "not-next"],
+)
+def test_an_answer_is_written_with_the_finish_only_over_a_whole_history(
+    running, messages, gap_after, answer_seq, whole
+):
+    """The answer and the run's end are one statement (and the look-up of the next run),
+    written only if the history is whole with the answer after it; otherwise nothing."""
+    Run.objects.filter(pk=running.pk).update(claims=1)
+    running.claims = 1
+    history(running, *messages, gap_after=gap_after)
+    stored = Message.objects.filter(run=running).count()
+    answer = staged_answer(running, next_seq=answer_seq)
+
+    with CaptureQueriesContext(connection) as queries:
+        finished = run_finish(
+            run_id=running.pk,
+            status="succeeded",
+            cause="final_answer",
+            final_message="Music v1 is ready.",
+            claim=1,
+            answer=answer,
+        )
+
+    assert finished is whole
+    assert not answer.batch  # written or dropped with the finish's statement
+    running.refresh_from_db()
+    running.conversation.refresh_from_db()
+    messages_now = list(Message.objects.filter(run=running).order_by("seq"))
+    events = list(RunEvent.objects.filter(run=running).order_by("seq").values_list("seq", "type"))
+    if whole:
+        assert len(queries) == 2
+        assert (messages_now[-1].role, messages_now[-1].text) == ("assistant", "Music v1 is ready.")
+        assert events[-2:] == [(4, "text"), (5, "run.finished")]
+        assert (running.status, running.rounds, running.prompt_tokens) == ("succeeded", 2, 450)
+        assert running.conversation.prompt_tokens == 1000 + 450
+    else:
+        assert len(messages_now) == stored
+        assert events == [(1, "text"), (2, "text"), (3, "text")]
+        assert (running.status, running.rounds, running.prompt_tokens) == ("running", 0, 300)
+        assert running.conversation.prompt_tokens == 1000

@@ -287,8 +287,10 @@ def test_a_connection_lost_in_the_middle_of_a_step_resumes_the_run(worker, fake_
     assert_invariants([run])
 
 
-def test_killed_after_final_message_before_run_is_marked_done(worker, fake_openai, make_ad):
-    """The final answer is stored; the resumed run finishes with it and asks nothing again."""
+def test_killed_while_writing_the_answer_and_the_run_s_end(worker, fake_openai, make_ad):
+    """The final answer and the run's end are one statement: the worker is killed while
+    that statement waits, PostgreSQL completes it whole once it can, and the recovery
+    finds the run ended with its answer; nothing is asked again."""
     ad = make_ad(language="en")
     fake_openai.script(
         turn(tool_calls=[call("create_music_draft", {"prompt": "warm acoustic pop"})]),
@@ -298,31 +300,36 @@ def test_killed_after_final_message_before_run_is_marked_done(worker, fake_opena
     wait_for(lambda: len(fake_openai.requests) == 2, what="the final model request")
 
     with lock_holder() as holder:
-        # After storing the final reply the worker marks the run done and adds its usage
-        # to the conversation; holding the conversation row (NO KEY: inserts that
-        # reference it still pass) makes it wait there, with the reply committed.
+        # With the final reply the worker marks the run done and adds its usage to the
+        # conversation; holding the conversation row (NO KEY: inserts that reference it
+        # still pass) makes that statement, the answer's insert in it, wait for us.
         holder.execute(
             "SELECT 1 FROM conversations_conversation WHERE id = %s FOR NO KEY UPDATE",
             [run.conversation_id],
         )
         pids = wait_for(  # the finish's statement begins so (pg_stat_activity cuts it)
             lambda: backends_waiting_on_lock('WITH f AS (UPDATE "conversations_run"'),
-            what="the worker to wait on finishing the run after the final message",
+            what="the worker to wait on finishing the run with its answer",
         )
-        final = Message.objects.filter(conversation=run.conversation).order_by("-seq").first()
-        assert (final.seq, final.role, final.text) == (4, "assistant", "Music v1 is ready.")
+        last = Message.objects.filter(conversation=run.conversation).order_by("-seq").first()
+        assert (last.seq, last.role) == (3, "tool")  # the answer is not stored yet
         run.refresh_from_db()
         assert run.status == "running"
         survivors = stored([run.conversation])
         pids += backends_waiting_on_lock("UPDATE")  # its heartbeat waits on the row too
         kill_blocked_worker(worker, holder, pids)
 
-    restart_and_recover(worker, run)
-    wait_for(lambda: finished(run), what="the resumed run")
+    # The orphaned statement was completed whole: the answer with the run's end.
+    run.refresh_from_db()
+    assert (run.status, run.final_message) == ("succeeded", "Music v1 is ready.")
+    final = Message.objects.filter(conversation=run.conversation).order_by("-seq").first()
+    assert (final.seq, final.role, final.text) == (4, "assistant", "Music v1 is ready.")
 
-    assert run.status == "succeeded", run.error_message
-    assert run.final_message == "Music v1 is ready."
-    assert len(fake_openai.requests) == 2  # the stored answer was not asked for again
+    restart_and_recover(worker, run)
+    wait_for(lambda: finished(run), what="the recovered run")
+
+    assert len(fake_openai.requests) == 2  # the answer was not asked for again
+    assert RunEvent.objects.filter(run=run, type="run.finished").count() == 1
     assert Message.objects.filter(conversation=run.conversation).count() == 4
     assert list(Draft.objects.filter(ad=ad).values_list("kind", "version")) == [("music", 1)]
     assert_invariants([run], survivors=survivors)
