@@ -4,11 +4,13 @@ the pieces of plain SQL (names, parameters, rows read back as model instances)."
 
 from __future__ import annotations
 
+import json
 import re
 import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import date, time
 from decimal import Decimal
 from functools import cache
 from typing import Any
@@ -16,6 +18,7 @@ from typing import Any
 from django.db import DEFAULT_DB_ALIAS, IntegrityError, connection, connections, transaction
 from django.db.models import Field, Model, UUIDField
 from django.db.models.fields import AutoFieldMixin
+from psycopg.types.json import Jsonb
 
 _UUID_FIELD = UUIDField()
 
@@ -315,9 +318,9 @@ def from_row(model: type[Model], row: Sequence, start: int = 0) -> tuple[Model, 
 @cache
 def _insert_template(model: type[Model]) -> tuple[tuple[Field, ...], str, str, str]:
     """The columns an INSERT of ``model`` sets (every concrete field but a database-made
-    id), its ``INSERT INTO table (columns)``, one row's placeholders, and the same with
-    each placeholder cast to its column's type (for rows selected from ``VALUES``, whose
-    parameters would otherwise be read as text)."""
+    id), its ``INSERT INTO table (columns)``, one row's placeholders, and (PostgreSQL) the
+    ``SELECT`` of rows from one JSON parameter, an array of rows, each an array of its
+    values as text, cast to their columns' types."""
     fields = tuple(
         f
         for f in model._meta.concrete_fields
@@ -328,32 +331,53 @@ def _insert_template(model: type[Model]) -> tuple[tuple[Field, ...], str, str, s
     # Character types without their length: a cast would cut a long value, where the
     # INSERT itself refuses it.
     casts = [re.sub(r"^varchar\(\d+\)$", "varchar", f.cast_db_type(connection)) for f in fields]
+    values = ", ".join(f"(r ->> {n})::{cast}" for n, cast in enumerate(casts))
     return (
         fields,
         insert,
         f"({', '.join(['%s'] * len(fields))})",
-        f"({', '.join(f'%s::{cast}' for cast in casts)})",
+        f"SELECT {values} FROM jsonb_array_elements(%s::jsonb) r",
     )
 
 
 def _insert_sql(model: type[Model], rows: list[Model], *, fenced: bool = False) -> tuple[str, list]:
     """The INSERT of ``rows``; ``fenced``: of the rows only if the statement's ``fence``
-    CTE has a row (``_write_fenced``)."""
-    fields, insert, row, cast_row = _insert_template(model)
+    CTE has a row (``_write_fenced``).
+
+    On PostgreSQL the rows are one JSON parameter: the statement's text and its number of
+    parameters do not grow with its rows, so the driver converts it once per shape (it
+    converts anew every statement with more than 50 parameters) and the server prepares
+    it once."""
+    fields, insert, row, select_json = _insert_template(model)
     # The thread's connection itself, not the ``connection`` proxy: each of the proxy's
     # attribute lookups, in every field's preparation, goes through a context-local.
     db = connections[DEFAULT_DB_ALIAS]
-    params: list = []
+    prepared: list[list] = []
     for obj in rows:
         obj._prepare_related_fields_for_save(operation_name="Batch.insert")
         # As the ORM's own INSERT does: pre_save fills auto_now_add and the like.
-        params += [f.get_db_prep_save(f.pre_save(obj, True), db) for f in fields]
+        prepared.append([f.get_db_prep_save(f.pre_save(obj, True), db) for f in fields])
         obj._state.adding = False
         obj._state.db = DEFAULT_DB_ALIAS
-    if fenced:
-        values = ", ".join([cast_row] * len(rows))
-        return (
-            f"{insert}SELECT * FROM (VALUES {values}) v WHERE EXISTS (SELECT 1 FROM fence)",
-            params,
-        )
+    if db.vendor == "postgresql":
+        data = [[_as_text(value) for value in values] for values in prepared]
+        where = " WHERE EXISTS (SELECT 1 FROM fence)" if fenced else ""
+        return f"{insert}{select_json}{where}", [json.dumps(data, ensure_ascii=False)]
+    params = [value for values in prepared for value in values]
     return f"{insert}VALUES " + ", ".join([row] * len(rows)), params
+
+
+def _as_text(value: Any) -> str | None:
+    """A value as a field prepared it for the database, in its column type's text form
+    (``_insert_sql``'s JSON rows); None is NULL."""
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, Jsonb):  # a JSONField's value, as Django adapts it
+        return (value.dumps or json.dumps)(value.obj)
+    if isinstance(value, date | time):
+        return value.isoformat()
+    if isinstance(value, int | float | Decimal | uuid.UUID):
+        return str(value)
+    raise TypeError(f"Batch cannot write a {type(value).__name__} value.")
