@@ -76,6 +76,8 @@ class Answer:
 
     text: str
     cause: StopCause = StopCause.FINAL_ANSWER
+    # Its message is the run's last staged row, not stored yet: the finish writes it.
+    staged: bool = False
 
 
 @dataclass(frozen=True)
@@ -210,7 +212,7 @@ def _execute(claim: Claim, *, give_up: bool) -> None:
         logger.warning("run %s was taken over by another worker; this one stops", run.pk)
         return
     # A new answer is staged, not written: the finish writes it in its own statement.
-    answer = state.log if isinstance(outcome, Answer) and state.log.batch else None
+    answer = state.log if isinstance(outcome, Answer) and outcome.staged else None
     try:
         if answer is not None and give_up:  # the history is checked as stored, below
             answer.write()
@@ -305,7 +307,8 @@ def _drive(state: RunState) -> Answer | Stop:
         step = _model_step(state, last_round=plan.last_round)
         if plan.last_round:
             text = step.text if isinstance(step, Answer) else ""
-            return Answer(text=text, cause=StopCause.MAX_ROUNDS)
+            staged = isinstance(step, Answer) and step.staged
+            return Answer(text=text, cause=StopCause.MAX_ROUNDS, staged=staged)
         if not isinstance(step, RunTools):
             return step
         if state.heartbeat.lost:  # taken over while it waited on the model
@@ -416,7 +419,7 @@ def _model_step(state: RunState, *, last_round: bool = False) -> RunTools | Answ
         # one that stops while it waits on the model does.
         return RunTools(calls=message.tool_calls, message_seq=row.seq)
     if not (truncated or filtered):
-        return Answer(text=message.text)  # stored with the run's finish (_execute)
+        return Answer(text=message.text, staged=True)  # written by the finish (_execute)
     log.write()
     if truncated:
         return Stop(
