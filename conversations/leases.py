@@ -37,6 +37,7 @@ from conversations.message_rows import history_rows_from, history_sql
 from conversations.models import (
     Conversation,
     Message,
+    Role,
     Run,
     RunEvent,
     RunEventType,
@@ -95,6 +96,10 @@ class Claim:
     # when the claim read them.
     draft_versions: LatestVersions | None = None
     history: list | None = None
+    # The (id, seq) of the run's user message when the claim wrote it (its token count
+    # is the loop's to write), and whether the claim wrote round 1's model_call.started.
+    user_message: tuple[int, int] | None = None
+    call_announced: bool = False
 
 
 _CLAIMED_FIELDS = (
@@ -206,6 +211,10 @@ def _claim_queued(run_id: uuid.UUID) -> Claim | None:
                 *after_unfinished_params(),
                 RunEventType.RUN_STARTED,
                 prep(RunEvent, "created_at", now),
+                prep(Message, "created_at", now),
+                RunEventType.MODEL_CALL_STARTED,
+                prep(RunEvent, "data", run_log.model_call_started(round_no=1)[1]),
+                prep(RunEvent, "created_at", now),
             ],
         )
         row = cursor.fetchone()
@@ -214,15 +223,18 @@ def _claim_queued(run_id: uuid.UUID) -> Claim | None:
     run, at = from_row(Run, row)  # as the claim left it
     run.conversation, at = from_row(Conversation, row, at)
     run.conversation.ad, at = from_row(Ad, row, at)
-    resumed = row[-1]
-    events = EventLog(run, next_seq=None if resumed else 2)  # run.started is its 1
+    versions, history, message_id, message_seq, resumed = row[at:]
+    # A new run's events: run.started is its 1, model_call.started its 2.
+    events = EventLog(run, next_seq=None if resumed else 3)
     return Claim(
         run=run,
         events=events,
         cancel_requested=False,
         resumed=resumed,
-        draft_versions=LatestVersions(latest_versions_from(row[at])),
-        history=history_rows_from(row[at + 1]),
+        draft_versions=LatestVersions(latest_versions_from(versions)),
+        history=history_rows_from(history),
+        user_message=None if message_id is None else (message_id, message_seq),
+        call_announced=not resumed,
     )
 
 
@@ -230,13 +242,16 @@ def _claim_queued(run_id: uuid.UUID) -> Claim | None:
 def _claim_queued_sql() -> str:
     """Lock the run and its conversation (as ``locks.run_lock``), and if the run is queued,
     not being cancelled and after no unfinished run: set the claim's fields (as ``_take``)
-    and add its ``run.started`` event. Selects the run as the claim left it, its
-    conversation as locked, its ad, the ad's latest draft versions, the conversation's
-    history, and whether the run was claimed before; no row when it was not claimed now.
-    Reads other than the locking one see the rows as they were before the statement: the
-    run's previous ``started_at`` says whether it was claimed before."""
-    runs, conversations, ads, events = (
-        quote_name(m._meta.db_table) for m in (Run, Conversation, Ad, RunEvent)
+    and add its ``run.started`` event, its user message if it has none (next in the
+    conversation, its token count 0 until the loop writes it) and, for a run never
+    claimed before, whose first step is a model call, round 1's ``model_call.started``.
+    Selects the run as the claim left it, its conversation as locked, its ad, the ad's
+    latest draft versions, the conversation's history (without that user message), the
+    message's id and seq, and whether the run was claimed before; no row when it was not
+    claimed now. Reads other than the locking one see the rows as they were before the
+    statement: the run's previous ``started_at`` says whether it was claimed before."""
+    runs, conversations, ads, events, messages = (
+        quote_name(m._meta.db_table) for m in (Run, Conversation, Ad, RunEvent, Message)
     )
     error_code, error_message = column(Run, "error_code"), column(Run, "error_message")
     claimed_before = f"(SELECT o.started_at IS NOT NULL FROM {runs} o WHERE o.id = u.id)"
@@ -253,10 +268,20 @@ def _claim_queued_sql() -> str:
         f"RETURNING {columns(Run, 'r')}), "
         f"started AS (INSERT INTO {events} (run_id, seq, type, data, created_at) "
         f"SELECT u.id, COALESCE((SELECT max(seq) FROM {events} WHERE run_id = u.id), 0) + 1, "
-        f"%s, jsonb_build_object('resumed', {claimed_before}), %s FROM u) "
+        f"%s, jsonb_build_object('resumed', {claimed_before}), %s FROM u), "
+        f"um AS (INSERT INTO {messages} (conversation_id, seq, role, text, tool_calls, "
+        "tool_call_id, name, is_error, provider_data, tokens, run_id, created_at) "
+        "SELECT u.conversation_id, COALESCE((SELECT max(m.seq) FROM "
+        f"{messages} m WHERE m.conversation_id = u.conversation_id), 0) + 1, "
+        f"'{Role.USER}', u.input_text, '[]', '', '', false, '{{}}', 0, u.id, %s FROM u "
+        f"WHERE NOT EXISTS (SELECT 1 FROM {messages} m WHERE m.run_id = u.id "
+        f"AND m.role = '{Role.USER}') RETURNING id, seq), "
+        f"announced AS (INSERT INTO {events} (run_id, seq, type, data, created_at) "
+        f"SELECT u.id, 2, %s, %s, %s FROM u WHERE NOT {claimed_before}) "
         f"SELECT u.*, k.*, {columns(Ad, 'a')}, {latest_versions_sql('a.id')}, "
-        f"{history_sql('k')}, {claimed_before} "
-        f"FROM u JOIN k ON k.id = u.conversation_id JOIN {ads} a ON a.id = k.ad_id"
+        f"{history_sql('k')}, um.id, um.seq, {claimed_before} "
+        f"FROM u JOIN k ON k.id = u.conversation_id JOIN {ads} a ON a.id = k.ad_id "
+        "LEFT JOIN um ON true"
     )
 
 
@@ -544,8 +569,12 @@ def run_finish(
 
 def _writable_with_finish(answer: RunLog) -> bool:
     """Whether the finish's statement can write ``answer``'s staged step: on PostgreSQL,
-    and when the step updates no row but the run's, which the finish sets itself."""
-    return connection.vendor == "postgresql" and answer.batch.updated_rows <= {(Run, answer.run.pk)}
+    and when the step does not update the run's conversation, which the finish updates
+    too (the run's counters the finish sets itself)."""
+    staged = answer.batch.updated_rows
+    return (
+        connection.vendor == "postgresql" and (Conversation, answer.conversation.pk) not in staged
+    )
 
 
 # A run's usage, added to its conversation's totals when it finishes.

@@ -33,6 +33,7 @@ from conversations.leases import (
     run_held,
 )
 from conversations.message_rows import (
+    HistoryRow,
     draft_call_key,
     history_rows,
     row_to_message,
@@ -40,6 +41,7 @@ from conversations.message_rows import (
     tool_calls_to_json,
 )
 from conversations.models import Conversation, Role, Run, RunStatus, StopCause
+from conversations.models import Message as MessageRow
 from conversations.prompts import FINAL_ANSWER_NUDGE, summary_block, system_prompt
 from conversations.providers import (
     AssistantMessage,
@@ -55,6 +57,7 @@ from conversations.providers import (
 from conversations.run_log import ClaimLost, RunLog, TextEvents
 from conversations.step_gate import provider_wait, step_gate
 from conversations.summary import summarise_if_needed
+from conversations.tokens import message_tokens
 from conversations.tools import ToolOutcome, execute_tool_call, tool_specs
 from drafts.services import LatestVersions
 
@@ -107,6 +110,9 @@ class RunState:
     messages: list[Message] = field(default_factory=list)
     # What comes after the step being written, when it was decided with its writes.
     planned: CallModel | Stop | None = None
+    # The planned model call's model_call.started is written (by the run's claim): what
+    # is staged before the call is written with the call's step, not before it.
+    call_announced: bool = False
     # time.monotonic() after which no new step starts: the task's soft time limit, which
     # Celery's threads pool does not enforce itself.
     deadline: float = float("inf")
@@ -266,20 +272,48 @@ def _load_state(claim: Claim, heartbeat: Heartbeat) -> RunState:
         rows = history_rows(
             conversation_id=conversation.pk, after_seq=conversation.summary_upto_seq
         )
+    if claim.user_message is not None:  # written by the claim, after the history it read
+        message_id, seq = claim.user_message
+        rows.append(_claimed_user_message(run, message_id=message_id, seq=seq))
     last_seq = rows[-1].seq if rows else conversation.summary_upto_seq
     log = RunLog(
         run=run, conversation=conversation, rows=rows, next_seq=last_seq + 1, events=claim.events
     )
     state = RunState(log=log, route=route, heartbeat=heartbeat, draft_versions=claim.draft_versions)
-    for row in rows:
+    for n, row in enumerate(rows):
         if row.run_id == run.pk and row.role == Role.TOOL and row.is_error:
             state.failures[row.name] += 1
+        if row.run_id == run.pk and row.role == Role.USER and not row.tokens:
+            # The claim writes the user message before its token count, which is written
+            # with the run's next step (or now, if its worker stopped before that).
+            rows[n] = row._replace(tokens=message_tokens(UserMessage(text=row.text)))
+            log.batch.update(MessageRow, row.id, tokens=rows[n].tokens)
+    if claim.call_announced:  # the claim wrote round 1's model_call.started
+        state.planned = CallModel(last_round=run.rounds >= settings.ADSTUDIO_MAX_ROUNDS)
+        state.call_announced = True
     if not any(r.run_id == run.pk and r.role == Role.USER for r in rows):
         log.append(UserMessage(text=run.input_text))
     if not heartbeat.cancel_requested:  # a cancelled run calls no model, not even this
         summarise_if_needed(log, route=route)
     state.messages = _messages_from(state)
     return state
+
+
+def _claimed_user_message(run: Run, *, message_id: int, seq: int) -> HistoryRow:
+    """The run's user message as its claim wrote it (``leases._claim_queued_sql``)."""
+    return HistoryRow(
+        seq=seq,
+        role=Role.USER,
+        text=run.input_text,
+        tool_calls=[],
+        tool_call_id="",
+        name="",
+        is_error=False,
+        provider_data={},
+        tokens=0,
+        run_id=run.pk,
+        id=message_id,
+    )
 
 
 def _messages_from(state: RunState) -> list[Message]:
@@ -370,7 +404,12 @@ def _model_step(state: RunState, *, last_round: bool = False) -> RunTools | Answ
         tools=tool_specs(),
         options=options,
     )
-    log.write()  # the model_call.started event, with what came before it
+    # The model_call.started event, with what came before it; when the claim wrote the
+    # event, what is staged waits for the step, unless the step would update the same
+    # run row (a summary's usage).
+    if not state.call_announced or (Run, run.pk) in log.batch.updated_rows:
+        log.write()
+    state.call_announced = False
     text_stream = TextEvents(log.events)
 
     def record_attempt(attempt: providers.Attempt) -> None:

@@ -38,6 +38,7 @@ HISTORY_FIELDS = (
     "provider_data",
     "tokens",
     "run_id",
+    "id",
 )
 
 

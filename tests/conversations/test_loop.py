@@ -513,8 +513,10 @@ def test_a_live_run_is_not_taken_twice(en_ad):
 
 def test_a_queued_run_whose_turn_has_come_is_claimed_by_one_statement(en_ad):
     """The claim of a queued run, the start of every run, is one statement; it leaves the
-    run as the claim under locks does (the worker's copy and the stored row agree), and a
-    run behind an unfinished one is still left alone, with nothing written."""
+    run as the claim under locks does (the worker's copy and the stored row agree), writes
+    its user message (its token count for the loop to write) and, for a run never claimed,
+    round 1's model_call.started; a run behind an unfinished one is still left alone,
+    with nothing written."""
     run = Run.objects.create(
         conversation=_conversation(en_ad),
         input_text="hi",
@@ -531,15 +533,20 @@ def test_a_queued_run_whose_turn_has_come_is_claimed_by_one_statement(en_ad):
     assert [getattr(claim.run, f) for f in fields] == [getattr(stored, f) for f in fields]
     assert stored.started_at == stored.heartbeat_at == claim.run.started_at is not None
     assert claim.run.conversation.ad == en_ad and not claim.resumed
-    assert [(e.seq, e.type, e.data) for e in RunEvent.objects.filter(run=run)] == [
-        (1, "run.started", {"resumed": False})
+    assert list(RunEvent.objects.filter(run=run).values_list("seq", "type", "data")) == [
+        (1, "run.started", {"resumed": False}),
+        (2, "model_call.started", {"round": 1}),
     ]
-    assert [row.seq for row in claim.events.numbered(("text", {"delta": "x"}))] == [2]
+    assert [row.seq for row in claim.events.numbered(("text", {"delta": "x"}))] == [3]
+    message = Message.objects.get(run=run)
+    assert (message.seq, message.role, message.text, message.tokens) == (1, "user", "hi", 0)
+    assert claim.user_message == (message.pk, 1) and claim.call_announced
 
     behind = Run.objects.create(conversation=run.conversation, input_text="and then")
     assert run_claim(run_id=behind.pk) is None
     assert Run.objects.get(pk=behind.pk).status == "queued"
     assert not RunEvent.objects.filter(run=behind).exists()
+    assert not Message.objects.filter(run=behind).exists()
 
 
 def test_the_claim_reads_the_history_as_history_rows_does(en_ad):
@@ -571,13 +578,14 @@ def test_the_claim_reads_the_history_as_history_rows_does(en_ad):
         )
     Conversation.objects.filter(pk=conversation.pk).update(summary_upto_seq=1)
     run = Run.objects.create(conversation=conversation, input_text="again")
+    expected = history_rows(conversation_id=conversation.pk, after_seq=1)
 
     claim = run_claim(run_id=run.pk)
 
-    expected = history_rows(conversation_id=conversation.pk, after_seq=1)
     assert [row.seq for row in expected] == [2, 3, 4, 5]
-    assert claim.history == expected
+    assert claim.history == expected  # as it was before the claim wrote the user message
     assert [type(row.run_id) for row in claim.history] == [type(earlier.pk)] * 4
+    assert claim.user_message[1] == 6
 
 
 def test_the_worker_holding_a_run_takes_it_again_to_resume_it(en_ad):
@@ -945,3 +953,48 @@ def test_a_run_taken_over_by_another_worker_is_left_to_it(fake_providers, en_ad,
     assert (run.status, run.claims) == ("running", 2)  # still the other worker's
     assert not Draft.objects.exists()  # the step's tool call was not run
     assert not RunEvent.objects.filter(run=run, type="run.finished").exists()
+
+
+def test_the_user_message_the_claim_writes_gets_its_token_count_with_the_next_step(
+    fake_providers, en_ad
+):
+    from conversations.providers import UserMessage
+    from conversations.tokens import message_tokens
+
+    fake_providers.script(turn(tool_calls=[call("create_music_draft", {"prompt": "calm"})]))
+    fake_providers.script(turn("Music v1 is ready."))
+    run = run_of(start_generation(ad=en_ad))
+
+    assert run.status == "succeeded", run.error_message
+    user = Message.objects.get(run=run, role="user")
+    assert user.tokens == message_tokens(UserMessage(text=run.input_text)) > 0
+    # The claim wrote the message and round 1's model_call.started; the first model call
+    # needed no write of its own.
+    events = RunEvent.objects.filter(run=run).order_by("seq").values_list("type", flat=True)
+    assert list(events)[:3] == ["run.started", "model_call.started", "tool_call.started"]
+
+
+def test_a_user_message_left_without_its_token_count_gets_it_when_the_run_resumes(
+    fake_providers, en_ad
+):
+    """The worker that claimed the run stopped before its first step: the message the
+    claim wrote has no token count yet; the worker that takes the run over writes it."""
+    from datetime import timedelta
+
+    from conversations.providers import UserMessage
+    from conversations.tokens import message_tokens
+
+    run = Run.objects.create(conversation=_conversation(en_ad), input_text="Make the ad.")
+    assert run_claim(run_id=run.pk) is not None  # its worker stops here
+    assert Message.objects.get(run=run).tokens == 0
+    Run.objects.filter(pk=run.pk).update(heartbeat_at=timezone.now() - timedelta(days=1))
+    fake_providers.script(turn("Done."))
+
+    run_agent(run.pk)
+
+    run.refresh_from_db()
+    assert run.status == "succeeded", run.error_message
+    user = Message.objects.get(run=run, role="user")
+    assert user.tokens == message_tokens(UserMessage(text="Make the ad."))
+    calls = ModelCall.objects.filter(run=run).order_by("id").values_list("round", "error_code")
+    assert list(calls) == [(1, "interrupted"), (1, "")]  # round 1 was announced, maybe sent
