@@ -54,6 +54,24 @@ def resume_elsewhere(run: Run) -> None:
     run_agent(run.pk)
 
 
+def assert_resumed_from_the_users_message(run: Run) -> None:
+    """The third worker asked the model again and ended the run with one music draft; the
+    first worker's request is on record as interrupted: it may have been paid for."""
+    run.refresh_from_db()
+    assert (run.status, run.final_message) == ("succeeded", "Music v1 is ready.")
+    assert list(Draft.objects.values_list("kind", "version")) == [("music", 1)]
+    rows = Message.objects.filter(run=run).order_by("seq")
+    assert [(m.seq, m.role) for m in rows] == [
+        (1, "user"),
+        (2, "assistant"),
+        (3, "tool"),
+        (4, "assistant"),
+    ]
+    assert rows[2].tool_call_id == rows[1].tool_calls[0]["id"]
+    calls = ModelCall.objects.filter(run=run).order_by("id")
+    assert [(c.round, c.error_code) for c in calls] == [(1, "interrupted"), (1, ""), (2, "")]
+
+
 def events_of(run: Run) -> list[tuple[str, dict]]:
     return list(RunEvent.objects.filter(run=run).order_by("seq").values_list("type", "data"))
 
@@ -97,19 +115,7 @@ def test_a_reply_that_arrives_after_a_takeover_is_not_written(
     fake_providers.script(turn(tool_calls=[MUSIC]), turn("Music v1 is ready."))
     resume_elsewhere(run)
 
-    run.refresh_from_db()
-    assert (run.status, run.final_message) == ("succeeded", "Music v1 is ready.")
-    rows = Message.objects.filter(run=run).order_by("seq")
-    assert [(m.seq, m.role) for m in rows] == [
-        (1, "user"),
-        (2, "assistant"),
-        (3, "tool"),
-        (4, "assistant"),
-    ]
-    assert list(Draft.objects.values_list("kind", "version")) == [("music", 1)]
-    calls = ModelCall.objects.filter(run=run).order_by("id")
-    # The first worker's request is on record as interrupted: it may have been paid for.
-    assert [(c.round, c.error_code) for c in calls] == [(1, "interrupted"), (1, ""), (2, "")]
+    assert_resumed_from_the_users_message(run)
 
 
 def test_a_tool_result_after_a_takeover_is_not_written(fake_providers, run, monkeypatch, caplog):
@@ -144,17 +150,5 @@ def test_a_tool_result_after_a_takeover_is_not_written(fake_providers, run, monk
     fake_providers.script(turn(tool_calls=[MUSIC]), turn("Music v1 is ready."))
     resume_elsewhere(run)
 
-    run.refresh_from_db()
-    assert (run.status, run.final_message) == ("succeeded", "Music v1 is ready.")
-    assert list(Draft.objects.values_list("kind", "version")) == [("music", 1)]
-    rows = Message.objects.filter(run=run).order_by("seq")
-    assert [(m.seq, m.role) for m in rows] == [
-        (1, "user"),
-        (2, "assistant"),
-        (3, "tool"),
-        (4, "assistant"),
-    ]
-    assert rows[2].tool_call_id == rows[1].tool_calls[0]["id"]
-    calls = ModelCall.objects.filter(run=run).order_by("id")
-    assert [(c.round, c.error_code) for c in calls] == [(1, "interrupted"), (1, ""), (2, "")]
+    assert_resumed_from_the_users_message(run)
     assert RunEvent.objects.filter(run=run, type="run.finished").count() == 1
