@@ -7,16 +7,17 @@ from __future__ import annotations
 import json
 import re
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import date, time
+from datetime import date, datetime, time
 from decimal import Decimal
-from functools import cache
+from functools import cache, partial
+from operator import attrgetter
 from typing import Any
 
 from django.db import DEFAULT_DB_ALIAS, IntegrityError, connection, connections, transaction
-from django.db.models import Field, Model, UUIDField
+from django.db.models import DateField, Field, Model, UUIDField
 from django.db.models.fields import AutoFieldMixin
 from psycopg.types.json import Jsonb
 
@@ -352,19 +353,78 @@ def _insert_sql(model: type[Model], rows: list[Model], *, fenced: bool = False) 
     # The thread's connection itself, not the ``connection`` proxy: each of the proxy's
     # attribute lookups, in every field's preparation, goes through a context-local.
     db = connections[DEFAULT_DB_ALIAS]
-    prepared: list[list] = []
     for obj in rows:
         obj._prepare_related_fields_for_save(operation_name="Batch.insert")
-        # As the ORM's own INSERT does: pre_save fills auto_now_add and the like.
-        prepared.append([f.get_db_prep_save(f.pre_save(obj, True), db) for f in fields])
-        obj._state.adding = False
-        obj._state.db = DEFAULT_DB_ALIAS
     if db.vendor == "postgresql":
-        data = [[_as_text(value) for value in values] for values in prepared]
+        columns = _text_columns(model)
+        data = [[text(get(obj)) for get, text in columns] for obj in rows]
+        _saved(rows)
         where = " WHERE EXISTS (SELECT 1 FROM fence)" if fenced else ""
         return f"{insert}{select_json}{where}", [json.dumps(data, ensure_ascii=False)]
-    params = [value for values in prepared for value in values]
+    # As the ORM's own INSERT does: pre_save fills auto_now_add and the like.
+    params = [f.get_db_prep_save(f.pre_save(obj, True), db) for obj in rows for f in fields]
+    _saved(rows)
     return f"{insert}VALUES " + ", ".join([row] * len(rows)), params
+
+
+def _saved(rows: list[Model]) -> None:
+    for obj in rows:
+        obj._state.adding = False
+        obj._state.db = DEFAULT_DB_ALIAS
+
+
+@cache
+def _text_columns(model: type[Model]) -> tuple[tuple[Callable, Callable], ...]:
+    """Per column of ``_insert_template(model)``: how to read an instance's value (as the
+    field's ``pre_save`` for an insert) and how to write it as the column's text."""
+    return tuple(
+        (
+            attrgetter(f.attname) if _plain_pre_save(f) else partial(f.pre_save, add=True),
+            _text_of(f),
+        )
+        for f in _insert_template(model)[0]
+    )
+
+
+def _plain_pre_save(field: Field) -> bool:
+    """Whether the field's ``pre_save`` on insert only reads the instance's attribute."""
+    if isinstance(field, DateField):  # and DateTimeField
+        return not (field.auto_now or field.auto_now_add)
+    return type(field).pre_save is Field.pre_save
+
+
+def _text_of(field: Field) -> Callable[[Any], str | None]:
+    """The field's value as its column's text, as ``_as_text(field.get_db_prep_save(...))``
+    gives it: the common types directly, without the field's chain of preparation
+    methods (most of a row's cost); anything else through that chain."""
+    target = field.target_field if field.is_relation else field
+    kind = target.get_internal_type()
+
+    def prepared(value: Any) -> str | None:
+        return _as_text(field.get_db_prep_save(value, connections[DEFAULT_DB_ALIAS]))
+
+    if kind in ("CharField", "TextField"):
+        return lambda v: v if isinstance(v, str) else prepared(v)
+    if kind in _INTEGER_KINDS:
+        return lambda v: str(v) if type(v) is int else prepared(v)
+    if kind == "BooleanField":
+        return lambda v: ("true" if v else "false") if type(v) is bool else prepared(v)
+    if kind == "UUIDField":  # PostgreSQL's own type (this path is PostgreSQL's)
+        return lambda v: str(v) if type(v) is uuid.UUID else prepared(v)
+    if kind == "DateTimeField":
+        return lambda v: v.isoformat() if type(v) is datetime and v.tzinfo else prepared(v)
+    if kind == "JSONField":
+        dumps = json.dumps if target.encoder is None else partial(json.dumps, cls=target.encoder)
+        return lambda v: dumps(v) if type(v) in (dict, list) else prepared(v)
+    return prepared
+
+
+_INTEGER_KINDS = frozenset(
+    (
+        *(f"{size}IntegerField" for size in ("", "Small", "Big", "Positive", "PositiveSmall")),
+        *("PositiveBigIntegerField", "AutoField", "SmallAutoField", "BigAutoField"),
+    )
+)
 
 
 def _as_text(value: Any) -> str | None:

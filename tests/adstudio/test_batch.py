@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
+import uuid
+import warnings
+from datetime import datetime
 from decimal import Decimal
+from zoneinfo import ZoneInfo
 
 import pytest
 from django.contrib.auth.models import User
-from django.db import IntegrityError, connection, transaction
+from django.db import DEFAULT_DB_ALIAS, IntegrityError, connection, connections, transaction
 from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
 
-from adstudio.db import Add, Batch, WriteConflict
-from conversations.models import Conversation, Message, Run, RunEvent
-from drafts.models import Ad
+from adstudio.db import Add, Batch, WriteConflict, _as_text, _insert_template, _text_columns
+from conversations.models import Conversation, Message, ModelCall, Role, Run, RunEvent, RunStatus
+from drafts.models import Ad, Draft
 
 pytestmark = pytest.mark.django_db
 
@@ -152,3 +157,80 @@ def test_a_batch_commits_durably(run):
         assert _synchronous_commit() == "on"
     run.refresh_from_db()
     assert run.rounds == 2
+
+
+# Values of each kind of column the loop writes, the common types and the others that
+# Django's preparation converts (a number as text, a naive time, a tuple as JSON).
+_SAMPLES = {
+    "CharField": ["", "voices", RunStatus.RUNNING, 'ไทย \u2028 "q"', None],
+    "TextField": ["", "line\nbreak", None],
+    "IntegerField": [0, 7, -3, 2**40, "12", True, None],
+    "BooleanField": [True, False, 1, 0, None],
+    "UUIDField": [uuid.uuid4(), str(uuid.uuid4()), None],
+    "DateTimeField": [
+        timezone.now(),
+        datetime(2026, 11, 26, 9, 30, tzinfo=ZoneInfo("Asia/Bangkok")),
+        datetime(2026, 11, 26, 9, 30),  # naive: Django makes it aware, with a warning
+        None,
+    ],
+    "JSONField": [{}, [], {"a": [1, 2.5, None, "ไทย"]}, ("t", 1), "text", 3, None],
+    "DecimalField": [Decimal("0.25"), 1, None],
+}
+
+
+def _kind(field) -> str:
+    target = field.target_field if field.is_relation else field
+    kind = target.get_internal_type()
+    if "IntegerField" in kind or "AutoField" in kind:
+        return "IntegerField"
+    return kind
+
+
+@pytest.mark.parametrize("model", [Message, RunEvent, ModelCall, Run, Conversation, Draft])
+def test_each_value_is_written_as_the_fields_own_preparation_gives_it(model):
+    """``_insert_sql`` reads the common types directly instead of through each field's
+    chain of preparation methods: for every column and every kind of value, the text it
+    writes is the text of Django's own ``get_db_prep_save``, including where it falls back
+    to that chain for a value of another type."""
+    db = connections[DEFAULT_DB_ALIAS]
+    fields = _insert_template(model)[0]
+    compared = 0
+    for field, (get, text) in zip(fields, _text_columns(model), strict=True):
+        samples = _SAMPLES[_kind(field)]
+        for value in samples:
+            obj = model()
+            setattr(obj, field.attname, value)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)  # the naive time
+                written = text(get(obj))  # pre_save may fill the value (auto_now_add)
+                expected = _as_text(field.get_db_prep_save(getattr(obj, field.attname), db))
+            assert written == expected, (field.name, value)
+            compared += 1
+    assert compared >= len(fields) * 2
+
+
+def test_rows_read_back_as_the_orm_wrote_them(run):
+    """A message and an event written by a batch read back like ones the ORM created,
+    values of other types than the common ones included."""
+    values = {
+        "conversation": run.conversation,
+        "run_id": str(run.pk),  # a UUID as text
+        "role": Role.ASSISTANT,
+        "text": 'ไทย "q"\n',
+        "tool_calls": [{"id": "c1", "name": "search_voices", "arguments": {"n": 2.5}}],
+        "provider_data": {"stopped_by": None},
+        "tokens": "12",  # a number as text
+        "is_error": 1,
+    }
+    batch = Batch()
+    batch.insert(Message(seq=1, **values))
+    batch.insert(RunEvent(run=run, seq=1, type="text", data=("t", 1)))
+    batch.write()
+    Message.objects.create(seq=2, **values)
+
+    by_batch, by_orm = Message.objects.filter(run=run).order_by("seq")
+    for field in Message._meta.concrete_fields:
+        if field.name not in ("id", "seq", "created_at"):
+            assert getattr(by_batch, field.attname) == getattr(by_orm, field.attname), field.name
+    assert (by_batch.tokens, by_batch.is_error) == (12, True)
+    assert RunEvent.objects.get(run=run).data == ["t", 1]
