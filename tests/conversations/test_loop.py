@@ -24,6 +24,7 @@ from drafts.payloads import payload_of
 from tests.conversations.story import first_turn, run_of
 from tests.fakes.server import call, error_turn, turn
 from tests.support.versions import music
+from tests.support.worker import wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -365,7 +366,9 @@ def test_a_running_run_is_cancelled_at_the_next_step(fake_providers, en_ad, sett
     run = Run.objects.create(conversation=_conversation(en_ad), input_text="hello")
 
     def cancel_soon():
-        time.sleep(0.2)
+        # While the model is answering: a cancel before the claim would be a queued
+        # run's, never started.
+        wait_for(lambda: fake_providers.requests, timeout=10, what="the model request")
         Run.objects.filter(pk=run.pk).update(cancel_requested=True)
         connection.close()
 
