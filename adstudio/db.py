@@ -354,7 +354,8 @@ def _insert_sql(model: type[Model], rows: list[Model], *, fenced: bool = False) 
     # attribute lookups, in every field's preparation, goes through a context-local.
     db = connections[DEFAULT_DB_ALIAS]
     for obj in rows:
-        obj._prepare_related_fields_for_save(operation_name="Batch.insert")
+        if obj._state.fields_cache:  # what the check looks at: related instances set
+            obj._prepare_related_fields_for_save(operation_name="Batch.insert")
     if db.vendor == "postgresql":
         columns = _text_columns(model)
         data = [[text(get(obj)) for get, text in columns] for obj in rows]

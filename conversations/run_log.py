@@ -169,7 +169,7 @@ class EventLog:
             )
             self._next = (last or 0) + 1
         rows = [
-            RunEvent(run=self.run, seq=self._next + i, type=type, data=data)
+            RunEvent(run_id=self.run.pk, seq=self._next + i, type=type, data=data)
             for i, (type, data) in enumerate(events)
         ]
         self._next += len(rows)
@@ -250,9 +250,11 @@ class RunLog:
 
     def append(self, message: Message, *, extra: dict | None = None) -> MessageRow:
         """Stage ``message`` as the conversation's next row."""
+        # Related rows by id: an instance set on a relation costs its descriptor here and
+        # a check in the write, on every row.
         row = MessageRow(
-            conversation=self.conversation,
-            run=self.run,
+            conversation_id=self.conversation.pk,
+            run_id=self.run.pk,
             seq=self.next_seq,
             tokens=message_tokens(message),
             **{**row_fields(message), **(extra or {})},
@@ -358,7 +360,7 @@ def _model_call_row(run: Run, round_no: int, attempt: providers.Attempt) -> Mode
     usage = response.usage if response else Usage()
     error = attempt.error
     return ModelCall(
-        run=run,
+        run_id=run.pk,
         round=round_no,
         attempt=attempt.attempt,
         provider=attempt.provider,
