@@ -769,9 +769,11 @@ def test_a_draft_version_taken_meanwhile_is_read_again_and_the_next_one_written(
         with psycopg.connect(database_url(), autocommit=True) as watcher:
             deadline = time.monotonic() + 30
             while time.monotonic() < deadline:  # the run's write waits on our insert
+                # By the lock it waits for: the step's statement is longer than what
+                # pg_stat_activity shows of a query.
                 waiting = watcher.execute(
-                    "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
-                    "AND wait_event_type = 'Lock' AND query LIKE '%INSERT INTO \"drafts_draft\"%'"
+                    "SELECT count(*) FROM pg_stat_activity WHERE %s = ANY(pg_blocking_pids(pid))",
+                    [holder.info.backend_pid],
                 ).fetchone()[0]
                 if waiting:
                     break
