@@ -12,7 +12,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import date, datetime, time
 from decimal import Decimal
-from functools import cache, partial
+from functools import cache, lru_cache, partial
 from operator import attrgetter
 from typing import Any
 
@@ -271,6 +271,7 @@ def insert_rows(*objs: Model) -> None:
     batch.write()
 
 
+@cache
 def quote_name(name: str) -> str:
     return connection.ops.quote_name(name)
 
@@ -302,18 +303,32 @@ def from_row(model: type[Model], row: Sequence, start: int = 0) -> tuple[Model, 
 
     For hot queries written in plain SQL, where compiling the queryset would cost more
     than running it; values are converted as the ORM's own queries convert them."""
+    db = connections[DEFAULT_DB_ALIAS]
+    attnames, converters = _row_converters(model, db)
+    stop = start + len(attnames)
+    values = list(row[start:stop])
+    if len(values) != len(attnames):
+        raise ValueError(f"A {model.__name__} row needs {len(attnames)} columns from {start}.")
+    for index, column, functions in converters:
+        value = values[index]
+        for converter in functions:
+            value = converter(value, column, db)
+        values[index] = value
+    return model.from_db(db.alias, attnames, values), stop
+
+
+@lru_cache(maxsize=256)
+def _row_converters(model: type[Model], db) -> tuple[tuple[str, ...], tuple]:
+    """``from_row``'s field names of ``model`` and, per field that has any, its index,
+    column and converters, as the ORM's compiler finds them for connection ``db``."""
     fields = model._meta.concrete_fields
-    stop = start + len(fields)
-    values = []
-    for field, value in zip(fields, row[start:stop], strict=True):
+    converters = []
+    for index, field in enumerate(fields):
         column = field.cached_col
-        for converter in (
-            *connection.ops.get_db_converters(column),
-            *field.get_db_converters(connection),
-        ):
-            value = converter(value, column, connection)
-        values.append(value)
-    return model.from_db(connection.alias, [f.attname for f in fields], values), stop
+        functions = (*db.ops.get_db_converters(column), *field.get_db_converters(db))
+        if functions:
+            converters.append((index, column, functions))
+    return tuple(f.attname for f in fields), tuple(converters)
 
 
 @cache
