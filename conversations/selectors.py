@@ -55,9 +55,13 @@ def run_drafts(*, run: Run) -> tuple[dict[str, str], list[dict[str, Any]]]:
 
 
 def run_wait(*, run: Run, timeout: float) -> Run:
-    """The run, re-read until it finishes or ``timeout`` seconds pass."""
+    """The run, re-read until it finishes or ``timeout`` seconds pass. Read once more as
+    soon as the waiter is registered: a finish committed before that woke nobody (a run
+    executed in-process, or by a quick worker, ends before its request waits)."""
     deadline = time.monotonic() + timeout
     with run_wakeups.waiter(run.pk) as woken:
+        if run.status not in RunStatus.finished():
+            run.refresh_from_db()
         while run.status not in RunStatus.finished() and time.monotonic() < deadline:
             release_connection()  # the wait holds a web thread, not a database connection
             run_wakeups.wait(woken, deadline - time.monotonic())

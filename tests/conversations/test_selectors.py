@@ -9,6 +9,7 @@ import time
 import pytest
 from django.db import connection, connections
 from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
 
 from conversations import run_wakeups as wakeups_module
 from conversations import selectors, services
@@ -109,11 +110,29 @@ def test_waiting_for_a_run_ends_when_its_finish_is_committed(queued_run, listeni
     assert time.monotonic() - started < 10
 
 
+def test_waiting_for_a_run_that_finished_before_the_wait_returns_at_once(queued_run, listening):
+    # given a run that finished before anyone waited (its wake-up went to nobody), as
+    # this process read it before that: queued
+    Run.objects.filter(pk=queued_run.pk).update(
+        status=RunStatus.SUCCEEDED, finished_at=timezone.now()
+    )
+    assert queued_run.status == RunStatus.QUEUED
+
+    # when the wait begins
+    started = time.monotonic()
+    run = selectors.run_wait(run=queued_run, timeout=30)
+
+    # then it has read the finish at once, not after a wake-up that never comes
+    assert run.status == RunStatus.SUCCEEDED
+    assert time.monotonic() - started < 10
+
+
 def test_the_listener_reconnects_after_its_connection_is_killed(queued_run, listening):
     # given the listener's database connection terminated (a database restart, say)
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = %s",
+            "SELECT pg_terminate_backend(pid, 10000) FROM pg_stat_activity "
+            "WHERE datname = current_database() AND application_name = %s",
             [wakeups_module.APPLICATION_NAME],
         )
         assert cursor.fetchone() == (True,)
