@@ -3,8 +3,6 @@ healthy, a failing round trip when the server has closed it."""
 
 from __future__ import annotations
 
-import time
-
 import psycopg
 import pytest
 
@@ -44,9 +42,10 @@ def test_a_connection_the_server_closed_fails_the_check():
         psycopg.connect(database_url()) as admin,
     ):
         counting = Counting(conn)
-        admin.execute("SELECT pg_terminate_backend(%s)", [conn.info.backend_pid])
+        # With a timeout, it returns once the backend has exited: its goodbye is on the
+        # socket by then.
+        admin.execute("SELECT pg_terminate_backend(%s, 10000)", [conn.info.backend_pid])
         admin.commit()
-        time.sleep(0.2)  # the server's goodbye reaches the socket
 
         with pytest.raises(psycopg.OperationalError):
             pool_check(conn)

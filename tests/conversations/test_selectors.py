@@ -201,9 +201,7 @@ def test_a_finished_run_with_no_new_events_returns_at_once(queued_run):
     assert time.monotonic() - started < 5
 
 
-def test_the_latest_conversation_of_an_ad_is_its_owners_or_staffs(
-    ad, user, other_user, staff_user
-):
+def test_the_latest_conversation_of_an_ad_is_its_owners_or_staffs(ad, user, other_user, staff_user):
     older = Conversation.objects.create(ad=ad)
     newer = Conversation.objects.create(ad=ad)
     Conversation.objects.filter(pk=older.pk).update(created_at=newer.created_at.replace(year=2020))

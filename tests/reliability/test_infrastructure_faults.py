@@ -14,7 +14,6 @@ restarting the server that other databases on this machine share.
 
 from __future__ import annotations
 
-import time
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -267,7 +266,8 @@ def test_a_connection_lost_in_the_middle_of_a_step_resumes_the_run(worker, fake_
             what="the worker to wait on the tool message insert",
         )
         with psycopg.connect(database_url(), autocommit=True) as own:
-            own.execute("SELECT pg_terminate_backend(%s)", [pids[0]])
+            # Returns once the backend has exited (before the lock is released below).
+            own.execute("SELECT pg_terminate_backend(%s, 10000)", [pids[0]])
         holder.rollback()
 
     wait_for(lambda: finished(run), what="the resumed run")
@@ -411,12 +411,14 @@ class TestBrokerRestart:
 
 
 def terminate_worker_backends() -> list[str]:
-    """What the worker sees of a Postgres restart: every one of its connections dropped.
+    """What the worker sees of a Postgres restart: every one of its connections dropped,
+    each backend gone when this returns (a terminated backend exits a moment later, and a
+    connection checked in that moment would still pass for alive).
     The test process's own pool is left alone: it is the harness, not the subject, and a
     pool whose reconnects fail mid-drop backs off for longer than the next test waits."""
     with psycopg.connect(database_url(), autocommit=True) as own:
         rows = own.execute(
-            "SELECT application_name, pg_terminate_backend(pid) FROM pg_stat_activity "
+            "SELECT application_name, pg_terminate_backend(pid, 10000) FROM pg_stat_activity "
             "WHERE datname = current_database() AND application_name = %s",
             [WORKER_APP],
         ).fetchall()
@@ -429,9 +431,10 @@ def test_a_worker_recovers_its_database_connections(worker, fake_openai, make_ad
     ad = make_ad(language="en")
     terminated: list[str] = []
 
-    def slow_turn_during_restart(body: dict) -> Turn:
-        time.sleep(1.0)  # the worker waits on the model...
-        terminated.extend(terminate_worker_backends())  # ...and Postgres restarts
+    def turn_during_restart(body: dict) -> Turn:
+        # The worker waits on the model, its connections idle in its pool; Postgres
+        # restarts.
+        terminated.extend(terminate_worker_backends())
         fake_openai.responder = None
         fake_openai.script(
             turn("Music v1 is ready."),
@@ -440,7 +443,7 @@ def test_a_worker_recovers_its_database_connections(worker, fake_openai, make_ad
         )
         return turn(tool_calls=[call("create_music_draft", {"prompt": "warm acoustic pop"})])
 
-    fake_openai.responder = slow_turn_during_restart
+    fake_openai.responder = turn_during_restart
     run = start_generation(ad=ad)
     wait_for(lambda: len(fake_openai.requests) == 1, what="the first model request")
     survivors = stored([run.conversation])
