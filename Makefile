@@ -14,8 +14,10 @@ PYTHON ?= $(shell for p in python3.13 python3.12 python3 \
 # The suite runs on the real services of this machine unless told otherwise.
 TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/adstudio
 TEST_REDIS_URL ?= redis://127.0.0.1:6379/15
+# Test processes (pytest-xdist): one per core; 0 runs the tests in pytest's own process.
+TEST_PROCESSES ?= auto
 
-.PHONY: run test lint install
+.PHONY: run test test-fast lint install
 
 $(STAMP): pyproject.toml
 	@test -n "$(PYTHON)" || { echo "Python 3.12 or newer is required (set PYTHON=/path/to/python3.12)"; exit 1; }
@@ -42,8 +44,14 @@ run: $(STAMP)
 test: $(STAMP)
 	DATABASE_URL=$${DATABASE_URL:-$(TEST_DATABASE_URL)} \
 	ADSTUDIO_TEST_REDIS_URL=$${ADSTUDIO_TEST_REDIS_URL:-$(TEST_REDIS_URL)} \
-	$(PY) -m pytest $(PYTEST_ARGS); status=$$?; \
+	$(PY) -m pytest -n $(TEST_PROCESSES) $(PYTEST_ARGS); status=$$?; \
 	if [ $$status -eq 5 ]; then echo "FATAL: pytest collected no tests" >&2; fi; exit $$status
+
+# The inner loop: every test that starts no process of its own (README says which not).
+test-fast: $(STAMP)
+	DATABASE_URL=$${DATABASE_URL:-$(TEST_DATABASE_URL)} \
+	ADSTUDIO_TEST_REDIS_URL=$${ADSTUDIO_TEST_REDIS_URL:-$(TEST_REDIS_URL)} \
+	$(PY) -m pytest -n $(TEST_PROCESSES) -m "not slow" $(PYTEST_ARGS)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .

@@ -8,7 +8,11 @@ outside loopback: a provider call that escapes the local test servers fails loud
 from __future__ import annotations
 
 import ipaddress
+import os
+import pty
 import socket
+import subprocess
+from collections import Counter
 
 import pytest
 from django.conf import settings
@@ -19,6 +23,12 @@ pytest_plugins = [
     "tests.support.observability",  # tracing_on, collector, metrics_on
 ]
 _LOOPBACK_NAMES = {"localhost", "localhost.localdomain"}
+
+# Fixtures that start a process or share one: a test that asks for one is ``slow``.
+PROCESS_FIXTURES = {"worker", "private_redis", "shared_stack", "web_stack", "server", "node"}
+# Tests that share a process started once per session run in one test process, so that
+# only one of them starts it (pytest-xdist's ``--dist loadgroup``).
+SHARED_PROCESS_FIXTURES = {"shared_stack": "shared-stack"}
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -38,6 +48,40 @@ def pytest_configure(config: pytest.Config) -> None:
         "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
     }
     settings.WHITENOISE_USE_FINDERS = settings.WHITENOISE_AUTOREFRESH = True
+
+
+@pytest.hookimpl(tryfirst=True)  # before ``-m`` deselects by the marks given here
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    duplicated = [nodeid for nodeid, n in Counter(i.nodeid for i in items).items() if n > 1]
+    if duplicated:
+        # pytest-xdist schedules by node id: all but one of the duplicates would not run.
+        raise pytest.UsageError(f"tests share a node id: {', '.join(sorted(duplicated))}")
+    for item in items:
+        fixtures = set(getattr(item, "fixturenames", ()))
+        if fixtures & PROCESS_FIXTURES:
+            item.add_marker(pytest.mark.slow)
+        for fixture, group in SHARED_PROCESS_FIXTURES.items():
+            if fixture in fixtures and not item.get_closest_marker("xdist_group"):
+                item.add_marker(pytest.mark.xdist_group(group))
+
+
+@pytest.fixture(autouse=True)
+def _processes_only_in_slow_tests(request, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A test that starts a process must be marked ``slow`` (or use a fixture that is),
+    so that ``make test-fast`` is what README says it is: no test there starts one."""
+    if request.node.get_closest_marker("slow"):
+        return
+
+    def refused(*args, **kwargs):
+        raise RuntimeError(
+            f"{request.node.nodeid} starts a process: mark it @pytest.mark.slow "
+            "(make test-fast leaves those out)"
+        )
+
+    monkeypatch.setattr(subprocess.Popen, "_execute_child", refused)
+    monkeypatch.setattr(os, "fork", refused)
+    monkeypatch.setattr(os, "forkpty", refused)
+    monkeypatch.setattr(pty, "fork", refused)
 
 
 def _is_loopback(host: object) -> bool:

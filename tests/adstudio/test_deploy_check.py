@@ -63,6 +63,7 @@ def check_deploy(env: dict[str, str]) -> subprocess.CompletedProcess:
     return run([sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"], env)
 
 
+@pytest.mark.slow
 def test_the_documented_production_environment_passes_check_deploy():
     result = check_deploy(production_env())
 
@@ -70,6 +71,7 @@ def test_the_documented_production_environment_passes_check_deploy():
     assert "System check identified no issues" in result.stdout
 
 
+@pytest.mark.slow
 def test_check_deploy_names_each_development_default_left_in_production():
     """The example copied without its key replaced, DEBUG on, and the HTTPS settings left
     at their defaults (off, for `make run` and the test suite): each is reported."""
@@ -163,6 +165,7 @@ def test_the_procfile_runs_the_processes_readme_documents():
         assert processes[name][: len(command)] == command, (name, processes[name], command)
 
 
+@pytest.mark.slow
 def test_the_web_process_loads_the_wsgi_application_with_threads():
     argv = procfile()["web"]
     assert argv[0] == "gunicorn"

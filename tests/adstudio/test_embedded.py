@@ -9,6 +9,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.slow  # the product in processes of its own
+
 ROOT = Path(__file__).resolve().parents[2]
 _SERVICE_VARS = {"DATABASE_URL", "CELERY_BROKER_URL", "CACHE_URL"}
 

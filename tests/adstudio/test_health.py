@@ -67,6 +67,7 @@ def test_readyz_names_a_migration_the_database_lacks(client):
     }
 
 
+@pytest.mark.slow
 @pytest.mark.django_db
 def test_readyz_names_the_broker_when_redis_is_down(client, settings, tmp_path):
     redis = RedisServer(log_dir=tmp_path)
@@ -114,6 +115,7 @@ def private_postgres():
     server.remove()
 
 
+@pytest.mark.slow
 def test_readyz_under_gunicorn_follows_the_database_down_and_back(private_postgres, tmp_path):
     web = WebServer(
         env={"DATABASE_URL": private_postgres.url("adstudio"), "DEBUG": "0"},

@@ -2,8 +2,8 @@
 validators (`ai` 6), a TypeScript client generated from /api/schema/ (openapi-typescript,
 openapi-fetch, `tsc --noEmit`) and a real EventSource (`eventsource`).
 
-The server is gunicorn and a Celery worker on the test database, with the local
-OpenAI-compatible server as the provider. Node scripts in this folder drive it and assert
+The server is the suite's shared gunicorn and Celery worker on the test database, with
+the local OpenAI-compatible server as the provider. Node scripts in this folder drive it and assert
 on what they get; the packages come from package-lock.json (`npm ci`, run here when
 node_modules is missing or older than the lockfile).
 """
@@ -22,8 +22,8 @@ from rest_framework.authtoken.models import Token
 from conversations.models import Run
 from conversations.services import send_message, start_generation
 from tests.fakes.server import Turn, call
-from tests.support.web import WebServer
-from tests.support.worker import database_url
+from tests.support.parallel import one_process_at_a_time
+from tests.support.worker import ROOT
 
 pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
 
@@ -41,15 +41,17 @@ def node() -> str:
         pytest.skip("node and npm are not installed")
     installed = HERE / "node_modules" / ".package-lock.json"
     lock = HERE / "package-lock.json"
-    if not installed.exists() or installed.stat().st_mtime < lock.stat().st_mtime:
-        result = subprocess.run(
-            [npm, "ci", "--no-audit", "--no-fund"],
-            cwd=HERE,
-            capture_output=True,
-            text=True,
-            timeout=600,
-        )
-        assert result.returncode == 0, result.stdout + result.stderr
+    # One test process installs; the others wait for it, then find the packages current.
+    with one_process_at_a_time(ROOT / "var" / "npm-ci.lock"):
+        if not installed.exists() or installed.stat().st_mtime < lock.stat().st_mtime:
+            result = subprocess.run(
+                [npm, "ci", "--no-audit", "--no-fund"],
+                cwd=HERE,
+                capture_output=True,
+                text=True,
+                timeout=600,
+            )
+            assert result.returncode == 0, result.stdout + result.stderr
     return node
 
 
@@ -79,15 +81,10 @@ def director(body: dict) -> Turn:
 
 
 @pytest.fixture
-def live(worker, broker_url, fake_openai, user, make_ad, tmp_path):
-    """The server and a user's token, the provider scripted by ``director``."""
-    fake_openai.responder = director
-    web = WebServer(
-        env={"DATABASE_URL": database_url(), "CELERY_BROKER_URL": broker_url},
-        log=tmp_path / "gunicorn.log",
-    ).start()
-    yield {"BASE": web.base, "TOKEN": Token.objects.create(user=user).key}
-    web.stop()
+def live(web_stack, user):
+    """The shared server and a user's token, the provider scripted by ``director``."""
+    web_stack.fake_openai.responder = director
+    return {"BASE": web_stack.base, "TOKEN": Token.objects.create(user=user).key}
 
 
 def run_node(node: str, script: str, env: dict[str, str], timeout: float = 120) -> dict:

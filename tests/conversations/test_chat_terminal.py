@@ -23,6 +23,7 @@ from drafts.reviewers import REVIEWERS
 from tests.support.worker import REDIS_URL, ROOT, database_url, flush_broker
 
 pytestmark = [
+    pytest.mark.slow,
     pytest.mark.django_db(transaction=True),
     # pexpect forks the pseudo-terminal's child from the test process, whose other threads
     # (the database pool's) the child never touches: it executes the command at once.

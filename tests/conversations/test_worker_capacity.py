@@ -34,6 +34,7 @@ def test_prefork_processes_run_one_task_at_a_time():
     assert worker_threads(ThreadPool, 8) == 8
 
 
+@pytest.mark.slow
 @pytest.mark.worker
 @pytest.mark.django_db
 def test_a_worker_whose_pool_cannot_serve_its_threads_does_not_start(tmp_path):

@@ -204,6 +204,18 @@ class FakeOpenAIServer:
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
+    def reset(self) -> None:
+        """Forget every turn, request and problem, as a new server would have none: a
+        server shared by several tests is reset before each of them."""
+        with self._lock:
+            self._script.clear()
+            self.requests.clear()
+            self.request_headers.clear()
+            self.problems.clear()
+            self.responder = None
+            self.latency = 0.0
+            self.check_protocol = True
+
     # --- scripting -----------------------------------------------------------------
 
     def script(self, *turns: Turn) -> FakeOpenAIServer:

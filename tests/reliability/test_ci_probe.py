@@ -10,7 +10,12 @@ import os
 import subprocess
 from pathlib import Path
 
-from tests.support.worker import REDIS_URL, database_url, free_port
+import pytest
+
+from tests.support.parallel import free_port
+from tests.support.worker import REDIS_URL, database_url
+
+pytestmark = pytest.mark.slow  # runs .ci/run's probe in bash
 
 CI_RUN = Path(__file__).resolve().parents[2] / ".ci" / "run"
 

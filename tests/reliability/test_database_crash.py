@@ -25,10 +25,11 @@ import psycopg
 import pytest
 
 from tests.fakes.server import TEST_API_KEY, Turn, call
+from tests.support.parallel import free_port
 from tests.support.postgres import PostgresServer
-from tests.support.worker import ROOT, RedisServer, WorkerProcess, free_port
+from tests.support.worker import ROOT, RedisServer, WorkerProcess
 
-pytestmark = pytest.mark.worker
+pytestmark = [pytest.mark.slow, pytest.mark.worker]
 
 DATABASE = "adstudio"
 

@@ -1,21 +1,59 @@
-"""Fixtures for the tests that need a real Celery worker (registered in tests/conftest.py).
+"""Fixtures for the tests that need a real Celery worker or web server (registered in
+tests/conftest.py).
 
-``worker`` starts a worker process (thread pool) on Redis that reads the test database
-and answers models through ``fake_openai``; ``broker`` makes this process enqueue to Redis.
-Both use ``broker_url``: the shared test Redis unless a test overrides that fixture, e.g.
-with ``private_redis.url`` to stop and start its own Redis.
+``worker`` starts a worker process (thread pool) of the test's own, on Redis, that reads
+the test database and answers models through ``fake_openai``; ``broker`` makes this
+process enqueue to Redis. Both use ``broker_url``: this test process's database of the
+shared test Redis unless a test overrides that fixture, e.g. with ``private_redis.url``
+to stop and start its own Redis.
+
+``web_stack`` is gunicorn and a worker shared by every test of the session that only talks
+to them (HTTP, runs): started once, on a Redis of their own, with a fake model server
+that is reset before each test and verified after it.
 """
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
 import pytest
 
 from adstudio.celery import app as celery_app
-from tests.fakes.server import TEST_API_KEY
-from tests.support.worker import REDIS_URL, RedisServer, WorkerProcess, database_url, flush_broker
+from tests.fakes.server import TEST_API_KEY, FakeOpenAIServer
+from tests.support.web import WebServer
+from tests.support.worker import (
+    REDIS_URL,
+    ROOT,
+    RedisServer,
+    WorkerProcess,
+    database_url,
+    flush_broker,
+    wait_for,
+)
 
 STALE_AFTER = 3.0  # seconds: a killed worker's runs are taken over quickly
 WORKER_APP = "adstudio-test-worker"  # application_name of the worker's Postgres connections
+
+
+def worker_env(*, broker_url: str, fake_openai: FakeOpenAIServer) -> dict[str, str]:
+    """A test worker's environment: the test database, ``broker_url``, the fake model."""
+    return {
+        "DATABASE_URL": database_url(),
+        "CELERY_BROKER_URL": broker_url,
+        "OPENAI_API_KEY": TEST_API_KEY,
+        "OPENAI_BASE_URL": fake_openai.base_url,
+        "ADSTUDIO_OPENAI_MODEL": "fake-openai",
+        "ADSTUDIO_PROVIDER_FALLBACKS": "",
+        "ADSTUDIO_PROVIDER_BACKOFF_BASE": "0.01",
+        "ADSTUDIO_HEARTBEAT_INTERVAL": "0.5",
+        "ADSTUDIO_RUN_STALE_AFTER": str(STALE_AFTER),
+        "PGAPPNAME": WORKER_APP,  # libpq: tests find the worker's connections by it
+    }
 
 
 @pytest.fixture
@@ -37,14 +75,23 @@ def private_redis(tmp_path):
 def broker(settings, broker_url):
     """This process enqueues to Redis instead of running tasks in-process."""
     flush_broker(broker_url)
+    with enqueueing_to(settings, broker_url):
+        yield
+    flush_broker(broker_url)
+
+
+@contextmanager
+def enqueueing_to(settings, url: str) -> Iterator[None]:
+    """Within the block this process enqueues its tasks to ``url`` (not in-process)."""
     saved = {k: celery_app.conf[k] for k in ("task_always_eager", "broker_url")}
-    celery_app.conf.update(task_always_eager=False, broker_url=broker_url)
+    celery_app.conf.update(task_always_eager=False, broker_url=url)
     _forget_connections()
     settings.CELERY_TASK_ALWAYS_EAGER = False
-    yield
-    celery_app.conf.update(saved)
-    _forget_connections()
-    flush_broker(broker_url)
+    try:
+        yield
+    finally:
+        celery_app.conf.update(saved)
+        _forget_connections()
 
 
 def _forget_connections() -> None:
@@ -63,23 +110,91 @@ def worker_extra_env() -> dict[str, str]:
 
 @pytest.fixture
 def worker(broker, broker_url, fake_openai, tmp_path, worker_extra_env):
-    """A running worker; tests may ``kill()`` and ``start()`` it again."""
+    """A running worker of the test's own; tests may ``kill()`` and ``start()`` it again."""
     process = WorkerProcess(
         log_dir=tmp_path,
-        env={
-            "DATABASE_URL": database_url(),
-            "CELERY_BROKER_URL": broker_url,
-            "OPENAI_API_KEY": TEST_API_KEY,
-            "OPENAI_BASE_URL": fake_openai.base_url,
-            "ADSTUDIO_OPENAI_MODEL": "fake-openai",
-            "ADSTUDIO_PROVIDER_FALLBACKS": "",
-            "ADSTUDIO_PROVIDER_BACKOFF_BASE": "0.01",
-            "ADSTUDIO_HEARTBEAT_INTERVAL": "0.5",
-            "ADSTUDIO_RUN_STALE_AFTER": str(STALE_AFTER),
-            "PGAPPNAME": WORKER_APP,  # libpq: tests find the worker's connections by it
-            **worker_extra_env,
-        },
+        env={**worker_env(broker_url=broker_url, fake_openai=fake_openai), **worker_extra_env},
     )
     process.start()
     yield process
-    process.stop()
+    # Nothing is asserted after the test: no warm shutdown to wait for (about 1.7 s).
+    process.kill()
+
+
+# --- the shared stack --------------------------------------------------------------------
+
+
+@dataclass
+class Stack:
+    """The shared gunicorn (``base``) and worker, their Redis and their model server."""
+
+    base: str
+    web: WebServer
+    worker: WorkerProcess
+    redis: RedisServer
+    fake_openai: FakeOpenAIServer
+
+
+@pytest.fixture(scope="session")
+def shared_stack(django_db_setup, tmp_path_factory) -> Iterator[Stack]:
+    """Started at the first test that asks for it, stopped before the test database is
+    dropped. gunicorn runs as README deploys it: no DEBUG, static files collected."""
+    directory = tmp_path_factory.mktemp("stack")
+    fake_openai = FakeOpenAIServer().start()
+    redis = RedisServer(log_dir=directory)
+    redis.start()
+    worker = WorkerProcess(
+        log_dir=directory,
+        env=worker_env(broker_url=redis.url, fake_openai=fake_openai),
+        name="shared",
+    )
+    web_env = {
+        "DATABASE_URL": database_url(),
+        "CELERY_BROKER_URL": redis.url,
+        "DEBUG": "0",
+        "STATIC_ROOT": str(directory / "static"),
+    }
+    collected = subprocess.run(
+        [sys.executable, "manage.py", "collectstatic", "--noinput", "--verbosity", "0"],
+        cwd=ROOT,
+        env={**os.environ, **web_env, "DJANGO_SETTINGS_MODULE": "adstudio.settings"},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert collected.returncode == 0, collected.stdout + collected.stderr
+    web = WebServer(env=web_env, log=directory / "gunicorn.log")
+    try:
+        worker.start()
+        web.start(ready_path="/admin/login/")
+        yield Stack(web.base, web, worker, redis, fake_openai)
+    finally:
+        web.stop()
+        worker.kill()
+        redis.stop()
+        fake_openai.stop()
+
+
+@pytest.fixture
+def web_stack(shared_stack: Stack, settings) -> Iterator[Stack]:
+    """The shared stack for one test: its model server reset, this process enqueueing to
+    its worker. After the test, every run has ended (nothing of it reaches the next test's
+    tables) and the model server saw no unscripted or malformed request; what the web
+    server and the worker logged during the test is printed (pytest shows it on a
+    failure)."""
+    shared_stack.fake_openai.reset()
+    processes = (shared_stack.web, shared_stack.worker)
+    logs = {process.log: process.log.stat().st_size for process in processes}
+    with enqueueing_to(settings, shared_stack.redis.url):
+        yield shared_stack
+        from conversations.models import Run, RunStatus
+
+        unfinished = Run.objects.filter(status__in=(RunStatus.QUEUED, RunStatus.RUNNING))
+        wait_for(lambda: not unfinished.exists(), what="the shared worker's runs to end")
+    for log, start in logs.items():
+        with log.open() as text:
+            text.seek(start)
+            print(f"{log.name} during the test:\n{text.read()}")
+    problems = shared_stack.fake_openai.verify()
+    if problems:
+        pytest.fail("fake OpenAI server:\n  " + "\n  ".join(problems), pytrace=False)

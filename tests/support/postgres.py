@@ -16,7 +16,7 @@ from pathlib import Path
 
 import psycopg
 
-from tests.support.worker import free_port
+from tests.support.parallel import address_taken, free_port
 
 
 def _bin_dir() -> Path:
@@ -45,6 +45,7 @@ class PostgresServer:
         self.data = self.dir / "data"
         self.log = self.dir / "server.log"
         self.process: subprocess.Popen | None = None
+        self._port_known = False
         self._as_postgres = os.geteuid() == 0
         if self._as_postgres:
             shutil.chown(self.dir, "postgres", "postgres")
@@ -71,7 +72,19 @@ class PostgresServer:
         return f"postgres://postgres@127.0.0.1:{self.port}/{database}"
 
     def start(self, timeout: float = 60.0) -> None:
-        """Start the server (after a crash, its recovery replays the log first)."""
+        """Start the server (after a crash, its recovery replays the log first). Until a
+        start has succeeded, a port that another process took since it was chosen is
+        traded for a new one; after that, clients know it."""
+        for _ in range(5):
+            if self._started(timeout):
+                self._port_known = True
+                return
+            if self._port_known or not address_taken(self.log.read_text()):
+                break
+            self.port = free_port()
+        raise RuntimeError(f"postgres exited early:\n{self.log.read_text()}")
+
+    def _started(self, timeout: float) -> bool:
         command = self._command(
             str(_bin_dir() / "postgres"),
             "-D",
@@ -94,12 +107,15 @@ class PostgresServer:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             try:
-                psycopg.connect(self.url(), connect_timeout=2).close()
-                return
+                with psycopg.connect(self.url(), connect_timeout=2) as connection:
+                    (directory,) = connection.execute("SHOW data_directory").fetchone()
+                if directory == str(self.data):
+                    return True  # ours, not another server on the same port
             except psycopg.OperationalError:
-                if self.process.poll() is not None:
-                    raise RuntimeError(f"postgres exited early:\n{self.log.read_text()}") from None
-                time.sleep(0.1)
+                pass
+            if self.process.poll() is not None:
+                return False
+            time.sleep(0.02)
         raise RuntimeError(f"postgres not answering after {timeout} s:\n{self.log.read_text()}")
 
     def crash(self) -> None:

@@ -6,12 +6,12 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import httpx
 
-from tests.support.worker import ROOT, free_port
+from tests.support.parallel import listening_socket
+from tests.support.worker import ROOT
 
 
 class WebServer:
@@ -19,7 +19,8 @@ class WebServer:
     ``base`` is its URL, ``log`` its output."""
 
     def __init__(self, *, env: dict[str, str], log: Path, threads: int = 16) -> None:
-        self.port = free_port()
+        self.socket = listening_socket()  # gunicorn takes it over: the port stays ours
+        self.port = self.socket.getsockname()[1]
         self.base = f"http://127.0.0.1:{self.port}"
         self.env = env
         self.log = log
@@ -41,7 +42,7 @@ class WebServer:
             "--workers",
             "1",
             "--bind",
-            f"127.0.0.1:{self.port}",
+            f"fd://{self.socket.fileno()}",
         ]
         with self.log.open("w") as out:
             self.process = subprocess.Popen(
@@ -51,16 +52,18 @@ class WebServer:
                 stdout=out,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
+                pass_fds=(self.socket.fileno(),),
             )
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            try:
-                httpx.get(f"{self.base}{ready_path}", timeout=2)
-                return self
-            except httpx.TransportError:
-                if self.process.poll() is not None:
-                    raise RuntimeError(f"gunicorn exited early:\n{self.log.read_text()}") from None
-                time.sleep(0.1)
+        self.socket.close()  # gunicorn's now: the port refuses connections once it exits
+        try:
+            # The socket listens already: the request waits in its queue until gunicorn
+            # has booted and answers it.
+            httpx.get(f"{self.base}{ready_path}", timeout=timeout)
+            return self
+        except httpx.TransportError:
+            pass
+        if self.process.poll() is not None:
+            raise RuntimeError(f"gunicorn exited early:\n{self.log.read_text()}")
         raise RuntimeError(f"gunicorn not answering after {timeout} s:\n{self.log.read_text()}")
 
     def stop(self) -> None:

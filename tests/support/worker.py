@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -17,8 +16,13 @@ from pathlib import Path
 import redis
 from django.conf import settings
 
+from tests.support.parallel import address_taken, free_port, redis_url_of_this_process
+
 ROOT = Path(__file__).resolve().parents[2]
-REDIS_URL = os.environ.get("ADSTUDIO_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
+# The shared Redis, in the database of this test process's own (tests.support.parallel).
+REDIS_URL = redis_url_of_this_process(
+    os.environ.get("ADSTUDIO_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
+)
 
 
 def database_url() -> str:
@@ -124,12 +128,6 @@ def flush_broker(url: str = REDIS_URL) -> None:
     redis.Redis.from_url(url).flushdb()
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 class RedisServer:
     """A Redis of the test's own on a free loopback port, without persistence, so that
     stopping it loses every message it held, as a restart of an in-memory broker does.
@@ -137,14 +135,30 @@ class RedisServer:
 
     def __init__(self, *, log_dir: Path) -> None:
         self.port = free_port()
-        self.url = f"redis://127.0.0.1:{self.port}/0"
         self.log_dir = log_dir
         self.process: subprocess.Popen | None = None
         self.starts = 0
+        self._port_known = False
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
 
     def start(self, timeout: float = 10.0) -> None:
-        self.starts += 1
-        log = self.log_dir / f"redis-{self.starts}.log"
+        """Start on ``port``. Until a start has succeeded, a port that another process
+        took since it was chosen is traded for a new one; after that, clients know it."""
+        for _ in range(5):
+            self.starts += 1
+            log = self.log_dir / f"redis-{self.starts}.log"
+            if self._started(log, timeout):
+                self._port_known = True
+                return
+            if self._port_known or not address_taken(log.read_text()):
+                break
+            self.port = free_port()
+        raise RuntimeError(f"redis-server exited early:\n{log.read_text()}")
+
+    def _started(self, log: Path, timeout: float) -> bool:
         command = [
             "redis-server",
             "--port",
@@ -164,13 +178,13 @@ class RedisServer:
         while time.monotonic() < deadline:
             try:
                 with redis.Redis(host="127.0.0.1", port=self.port) as client:
-                    if client.ping():
-                        return
+                    if client.info("server")["process_id"] == self.process.pid:
+                        return True  # ours, not another process's on the same port
             except redis.ConnectionError:
                 pass
             if self.process.poll() is not None:
-                raise RuntimeError(f"redis-server exited early:\n{log.read_text()}")
-            time.sleep(0.05)
+                return False
+            time.sleep(0.01)
         raise RuntimeError(f"redis-server not answering after {timeout} s:\n{log.read_text()}")
 
     def stop(self) -> None:

@@ -336,6 +336,7 @@ def probe(**env: str) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.slow
 def test_without_an_endpoint_no_tracer_provider_or_instrumentation_is_installed():
     off = probe()
     on = probe(OTEL_EXPORTER_OTLP_ENDPOINT="http://127.0.0.1:9")  # the control

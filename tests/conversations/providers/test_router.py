@@ -183,6 +183,7 @@ def _sdks_imported_after(code: str) -> str:
     return result.stdout.strip()
 
 
+@pytest.mark.slow
 def test_the_provider_sdks_load_in_web_and_worker_processes_not_in_commands():
     """They take about 1.6 s to import: a management command (Django set up, the admin
     included) does without them; a web process and a worker load them before their
