@@ -20,15 +20,10 @@ from django.core.management import call_command
 from conversations.models import Run, RunStatus
 from drafts.models import Activation, Ad, DraftStatus
 from drafts.reviewers import REVIEWERS
+from tests.support.terminal import TerminalProcess
 from tests.support.worker import REDIS_URL, ROOT, database_url, flush_broker
 
-pytestmark = [
-    pytest.mark.slow,
-    pytest.mark.django_db(transaction=True),
-    # pexpect forks the pseudo-terminal's child from the test process, whose other threads
-    # (the database pool's) the child never touches: it executes the command at once.
-    pytest.mark.filterwarnings("ignore:This process .* is multi-threaded:DeprecationWarning"),
-]
+pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 PROMPT = "you> "
 UP_ARROW = "\x1b[A"
 
@@ -52,9 +47,9 @@ def spawn_chat(tmp_path):
     """``spawn_chat(*args, broker=None)``: the command in a pseudo-terminal, on the test
     database, with no provider key (the demo director answers) and a home of its own
     (its history file)."""
-    children: list[pexpect.spawn] = []
+    children: list[TerminalProcess] = []
 
-    def spawn(*args: str, broker: str | None = None) -> pexpect.spawn:
+    def spawn(*args: str, broker: str | None = None) -> TerminalProcess:
         env = {**os.environ, "DATABASE_URL": database_url(), "HOME": str(tmp_path)}
         for name in ("DJANGO_SETTINGS_MODULE", "CELERY_BROKER_URL", "LOG_LEVEL"):
             env.pop(name, None)
@@ -66,12 +61,10 @@ def spawn_chat(tmp_path):
         )
         if broker:
             env["CELERY_BROKER_URL"] = broker
-        child = pexpect.spawn(
-            sys.executable,
-            ["manage.py", "chat", *args],
-            cwd=str(ROOT),
+        child = TerminalProcess(
+            [sys.executable, "manage.py", "chat", *args],
+            cwd=ROOT,
             env=env,
-            encoding="utf-8",
             timeout=15,
             dimensions=(40, 200),
         )
@@ -84,11 +77,11 @@ def spawn_chat(tmp_path):
         child.close(force=True)
 
 
-def transcript(child: pexpect.spawn) -> str:
+def transcript(child: TerminalProcess) -> str:
     return child.logfile_read.getvalue()
 
 
-def ended(child: pexpect.spawn) -> int:
+def ended(child: TerminalProcess) -> int:
     """The child's exit status, once it has printed everything."""
     child.expect(pexpect.EOF)
     child.close()
