@@ -25,10 +25,20 @@ pytest_plugins = [
 _LOOPBACK_NAMES = {"localhost", "localhost.localdomain"}
 
 # Fixtures that start a process or share one: a test that asks for one is ``slow``.
-PROCESS_FIXTURES = {"worker", "private_redis", "shared_stack", "web_stack", "server", "node"}
-# Tests that share a process started once per session run in one test process, so that
-# only one of them starts it (pytest-xdist's ``--dist loadgroup``).
-SHARED_PROCESS_FIXTURES = {"shared_stack": "shared-stack"}
+PROCESS_FIXTURES = {
+    "worker",
+    "private_redis",
+    "private_postgres",
+    "shared_stack",
+    "web_stack",
+    "server",
+    "node",
+}
+# Tests that share what is built once per session run in one test process (pytest-xdist's
+# ``--dist loadgroup``), so that only one process builds it: the shared gunicorn and
+# worker; the migrated cluster that private PostgreSQL servers copy (its tests crash and
+# restart servers, and never in the same minute as each other).
+SHARED_PROCESS_FIXTURES = {"shared_stack": "shared-stack", "migrated_cluster": "private-postgres"}
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -4,21 +4,17 @@ stopped; the machine's shared servers are never touched)."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import time
 
 import httpx
-import psycopg
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from adstudio.health import CHECK_TIMEOUT
-from tests.support.postgres import PostgresServer
+from tests.support.fixtures import PRIVATE_DATABASE
 from tests.support.web import WebServer
-from tests.support.worker import ROOT, RedisServer
+from tests.support.worker import RedisServer
 
 
 @pytest.mark.django_db
@@ -93,32 +89,10 @@ def test_readyz_names_the_broker_when_redis_is_down(client, settings, tmp_path):
     assert took < CHECK_TIMEOUT + 1
 
 
-@pytest.fixture
-def private_postgres():
-    """A private PostgreSQL holding the project's database, migrated."""
-    server = PostgresServer()
-    server.start()
-    with psycopg.connect(server.url(), autocommit=True) as admin:
-        admin.execute('CREATE DATABASE "adstudio"')
-    env = {**os.environ, "DATABASE_URL": server.url("adstudio")}
-    env.pop("DJANGO_SETTINGS_MODULE", None)
-    migrated = subprocess.run(
-        [sys.executable, "manage.py", "migrate", "--noinput"],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=180,
-    )
-    assert migrated.returncode == 0, migrated.stdout + migrated.stderr
-    yield server
-    server.remove()
-
-
 @pytest.mark.slow
 def test_readyz_under_gunicorn_follows_the_database_down_and_back(private_postgres, tmp_path):
     web = WebServer(
-        env={"DATABASE_URL": private_postgres.url("adstudio"), "DEBUG": "0"},
+        env={"DATABASE_URL": private_postgres.url(PRIVATE_DATABASE), "DEBUG": "0"},
         log=tmp_path / "gunicorn.log",
         threads=4,
     )

@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import json
 import os
-import signal
+import secrets
 import subprocess
 import sys
 import threading
 import time
+import uuid
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 
@@ -25,13 +26,14 @@ import psycopg
 import pytest
 
 from tests.fakes.server import TEST_API_KEY, Turn, call
-from tests.support.parallel import free_port
+from tests.support.fixtures import PRIVATE_DATABASE
 from tests.support.postgres import PostgresServer
+from tests.support.web import WebServer
 from tests.support.worker import ROOT, RedisServer, WorkerProcess
 
 pytestmark = [pytest.mark.slow, pytest.mark.worker]
 
-DATABASE = "adstudio"
+DATABASE = PRIVATE_DATABASE
 
 
 def manage(*args: str, env: dict[str, str], timeout: float = 120) -> str:
@@ -49,25 +51,13 @@ def manage(*args: str, env: dict[str, str], timeout: float = 120) -> str:
     return result.stdout
 
 
-@pytest.fixture(scope="module")
-def postgres():
-    """A private server with the project's database, migrated."""
-    server = PostgresServer()
-    server.start()
-    with psycopg.connect(server.url(), autocommit=True) as admin:
-        admin.execute(f'CREATE DATABASE "{DATABASE}"')
-    manage("migrate", "--noinput", env={"DATABASE_URL": server.url(DATABASE)})
-    yield server
-    server.remove()
-
-
 @pytest.fixture
-def stack(postgres, fake_openai, tmp_path):
-    """A Redis and a worker of their own, both on ``postgres``."""
+def stack(private_postgres, fake_openai, tmp_path):
+    """A Redis and a worker of their own, both on ``private_postgres``."""
     redis = RedisServer(log_dir=tmp_path)
     redis.start()
     env = {
-        "DATABASE_URL": postgres.url(DATABASE),
+        "DATABASE_URL": private_postgres.url(DATABASE),
         "CELERY_BROKER_URL": redis.url,
         "OPENAI_API_KEY": TEST_API_KEY,
         "OPENAI_BASE_URL": fake_openai.base_url,
@@ -78,7 +68,7 @@ def stack(postgres, fake_openai, tmp_path):
     worker = WorkerProcess(log_dir=tmp_path, env=env, name="crash")
     worker.start()
     yield env, worker
-    worker.stop()
+    worker.kill()  # nothing is asserted after the test: no warm shutdown to wait for
     redis.stop()
 
 
@@ -112,7 +102,9 @@ STEPS = [
     [1, 2, 3],
     ids=["after-the-claim", "after-the-music-step", "after-the-sfx-step"],
 )
-def test_a_crash_right_after_a_step_commits_loses_nothing(postgres, stack, fake_openai, crash_at):
+def test_a_crash_right_after_a_step_commits_loses_nothing(
+    private_postgres, stack, fake_openai, crash_at
+):
     """Request N reaches the model the moment the worker has committed the step before it
     (the claim and the user message, then each tool step); the server is killed then and
     started again before the model answers."""
@@ -122,8 +114,8 @@ def test_a_crash_right_after_a_step_commits_loses_nothing(postgres, stack, fake_
     def director(body: dict) -> Turn:
         number = len(fake_openai.requests)
         if number == crash_at and not crashed.is_set():
-            postgres.crash()
-            postgres.start()
+            private_postgres.crash()
+            private_postgres.start()
             crashed.set()
         return STEPS[min(number, len(STEPS)) - 1]
 
@@ -133,7 +125,9 @@ def test_a_crash_right_after_a_step_commits_loses_nothing(postgres, stack, fake_
     deadline = time.monotonic() + 90
     while time.monotonic() < deadline:
         try:
-            rows = query(postgres, "SELECT status FROM conversations_run WHERE id = %s", run_id)
+            rows = query(
+                private_postgres, "SELECT status FROM conversations_run WHERE id = %s", run_id
+            )
         except psycopg.OperationalError:  # the server is down for the crash
             rows = []
         if rows and rows[0][0] in ("succeeded", "failed", "cancelled"):
@@ -142,7 +136,7 @@ def test_a_crash_right_after_a_step_commits_loses_nothing(postgres, stack, fake_
 
     assert crashed.is_set()
     run = query(
-        postgres,
+        private_postgres,
         "SELECT status, error_code, final_message, input_text, conversation_id "
         "FROM conversations_run WHERE id = %s",
         run_id,
@@ -152,7 +146,7 @@ def test_a_crash_right_after_a_step_commits_loses_nothing(postgres, stack, fake_
         worker.log.read_text()[-3000:],
     )
     rows = query(
-        postgres,
+        private_postgres,
         "SELECT seq, role, text, tool_calls, tool_call_id FROM conversations_message "
         "WHERE conversation_id = %s ORDER BY seq",
         run[4],
@@ -177,13 +171,13 @@ def test_a_crash_right_after_a_step_commits_loses_nothing(postgres, stack, fake_
     results = [json.loads(text) for _, role, text, *_ in rows if role == "tool"]
     assert [(r["kind"], r["versionId"]) for r in results] == [("music", "v1"), ("sfx", "v1")]
     drafts = query(
-        postgres,
+        private_postgres,
         "SELECT kind, version FROM drafts_draft WHERE run_id = %s ORDER BY kind",
         run_id,
     )
     assert drafts == [("music", 1), ("sfx", 1)]  # what the answer reports exists
     finishes = query(
-        postgres,
+        private_postgres,
         "SELECT count(*) FROM conversations_runevent WHERE run_id = %s AND type = 'run.finished'",
         run_id,
     )
@@ -191,48 +185,33 @@ def test_a_crash_right_after_a_step_commits_loses_nothing(postgres, stack, fake_
 
 
 @pytest.fixture
-def web(postgres, tmp_path):
-    """gunicorn as README runs it (one process, 32 threads), on ``postgres``; yields its
-    base URL and a user's token."""
-    env = {"DATABASE_URL": postgres.url(DATABASE), "ALLOWED_HOSTS": "127.0.0.1"}
-    code = (
-        "import uuid; from django.contrib.auth.models import User; "
-        "from rest_framework.authtoken.models import Token; "
-        "user = User.objects.create(username=uuid.uuid4().hex); "
-        "print(Token.objects.create(user=user).key)"
-    )
-    token = manage("shell", "--no-imports", "-c", code, env=env).strip()
-    port = free_port()
-    log = tmp_path / "gunicorn.log"
-    with log.open("w") as out:
-        process = subprocess.Popen(
-            [
-                sys.executable, "-m", "gunicorn", "adstudio.wsgi",
-                "--worker-class", "gthread", "--threads", "32", "--workers", "1",
-                "--bind", f"127.0.0.1:{port}",
-            ],
-            cwd=ROOT,
-            env={**os.environ, **env},
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )  # fmt: skip
-    base = f"http://127.0.0.1:{port}"
+def web(private_postgres, tmp_path):
+    """gunicorn as README runs it (one process, 32 threads), on ``private_postgres``;
+    yields its base URL, a user's token, and its log."""
+    token = secrets.token_hex(20)
+    with psycopg.connect(private_postgres.url(DATABASE)) as connection:
+        (user_id,) = connection.execute(
+            "INSERT INTO auth_user (password, is_superuser, username, first_name, last_name, "
+            "email, is_staff, is_active, date_joined) "
+            "VALUES ('!', false, %s, '', '', '', false, true, now()) RETURNING id",
+            [uuid.uuid4().hex],
+        ).fetchone()
+        connection.execute(
+            "INSERT INTO authtoken_token (key, user_id, created) VALUES (%s, %s, now())",
+            [token, user_id],
+        )
+    server = WebServer(
+        env={"DATABASE_URL": private_postgres.url(DATABASE)},
+        log=tmp_path / "gunicorn.log",
+        threads=32,
+    ).start()
     try:
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            try:
-                httpx.get(f"{base}/api/", timeout=2)
-                break
-            except httpx.TransportError:
-                time.sleep(0.1)
-        yield base, token, log
+        yield server.base, token, server.log
     finally:
-        os.killpg(process.pid, signal.SIGTERM)
-        process.wait(timeout=20)
+        server.stop()
 
 
-def test_after_a_restart_requests_get_a_live_connection_at_once(postgres, web):
+def test_after_a_restart_requests_get_a_live_connection_at_once(private_postgres, web):
     """40 concurrent requests leave the web process's pool full of connections; the
     server restarts; then one request a second. Each answers 200, within a couple of
     seconds: the first dead connection found has the pool drop all the others."""
@@ -244,7 +223,7 @@ def test_after_a_restart_requests_get_a_live_connection_at_once(postgres, web):
 
     with ThreadPoolExecutor(max_workers=40) as pool:
         assert {r.status_code for r in pool.map(lambda _: ads(), range(40))} == {200}
-    postgres.restart()
+    private_postgres.restart()
 
     answers = []
     for _ in range(8):

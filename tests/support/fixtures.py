@@ -7,6 +7,9 @@ process enqueue to Redis. Both use ``broker_url``: this test process's database 
 shared test Redis unless a test overrides that fixture, e.g. with ``private_redis.url``
 to stop and start its own Redis.
 
+``private_postgres`` is a PostgreSQL server of the test's own, holding the project's
+database migrated: a copy of a cluster built once per test process (initdb, migrate).
+
 ``web_stack`` is gunicorn and a worker shared by every test of the session that only talks
 to them (HTTP, runs): started once, on a Redis of their own, with a fake model server
 that is reset before each test and verified after it.
@@ -20,11 +23,14 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 
+import psycopg
 import pytest
 
 from adstudio.celery import app as celery_app
 from tests.fakes.server import TEST_API_KEY, FakeOpenAIServer
+from tests.support.postgres import PostgresServer
 from tests.support.web import WebServer
 from tests.support.worker import (
     REDIS_URL,
@@ -119,6 +125,46 @@ def worker(broker, broker_url, fake_openai, tmp_path, worker_extra_env):
     yield process
     # Nothing is asserted after the test: no warm shutdown to wait for (about 1.7 s).
     process.kill()
+
+
+# --- a PostgreSQL server of the test's own --------------------------------------------------
+
+PRIVATE_DATABASE = "adstudio"  # the project's database in a private server
+
+
+@pytest.fixture(scope="session")
+def migrated_cluster() -> Iterator[Path]:
+    """The data directory of a stopped cluster holding ``PRIVATE_DATABASE``, migrated:
+    built once, copied by each ``private_postgres``."""
+    server = PostgresServer()
+    server.start()
+    try:
+        with psycopg.connect(server.url(), autocommit=True) as admin:
+            admin.execute(f'CREATE DATABASE "{PRIVATE_DATABASE}"')
+        env = {**os.environ, "DATABASE_URL": server.url(PRIVATE_DATABASE)}
+        env.pop("DJANGO_SETTINGS_MODULE", None)
+        migrated = subprocess.run(
+            [sys.executable, "manage.py", "migrate", "--noinput"],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=180,
+        )
+        assert migrated.returncode == 0, migrated.stdout + migrated.stderr
+        server.stop()  # a clean shutdown: a copy starts without recovery
+        yield server.data
+    finally:
+        server.remove()
+
+
+@pytest.fixture
+def private_postgres(migrated_cluster: Path) -> Iterator[PostgresServer]:
+    """A server of this test's own (it may crash it), with ``PRIVATE_DATABASE`` migrated."""
+    server = PostgresServer(copy_of=migrated_cluster)
+    server.start()
+    yield server
+    server.remove()
 
 
 # --- the shared stack --------------------------------------------------------------------

@@ -1,7 +1,7 @@
-"""A PostgreSQL server of a test's own: a throwaway cluster (``initdb``) on a free loopback
-port, which the test may crash (SIGKILL to every process of the server, as a power cut
-or an OOM kill of the postmaster) or restart. The machine's shared server is never
-touched."""
+"""A PostgreSQL server of a test's own: a throwaway cluster (``initdb``, or a copy of one
+made before) on a free loopback port, which the test may crash (SIGKILL to every process
+of the server, as a power cut or an OOM kill of the postmaster) or restart. The machine's
+shared server is never touched."""
 
 from __future__ import annotations
 
@@ -39,7 +39,8 @@ class PostgresServer:
     ``remove()`` it at the end. As root (CI), its programs run as the postgres user,
     since PostgreSQL refuses to run as root."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, copy_of: Path | None = None) -> None:
+        """A new cluster, or a copy of ``copy_of`` (the data directory of a stopped one)."""
         self.port = free_port()
         self.dir = Path(tempfile.mkdtemp(prefix="adstudio-pg-"))
         self.data = self.dir / "data"
@@ -49,6 +50,9 @@ class PostgresServer:
         self._as_postgres = os.geteuid() == 0
         if self._as_postgres:
             shutil.chown(self.dir, "postgres", "postgres")
+        if copy_of is not None:
+            self._run("cp", "-a", str(copy_of), str(self.data))
+            return
         self._run(
             str(_bin_dir() / "initdb"),
             "--pgdata",
@@ -141,7 +145,8 @@ class PostgresServer:
         self.start()
 
     def remove(self) -> None:
-        self.stop()
+        """Gone, with its data: killed, since nothing it holds needs a clean shutdown."""
+        self.crash()
         shutil.rmtree(self.dir, ignore_errors=True)
 
     def _wait_for_backends_gone(self, timeout: float = 10.0) -> None:
