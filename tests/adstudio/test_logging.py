@@ -6,7 +6,6 @@ from __future__ import annotations
 import io
 import json
 import logging
-import time
 
 import pytest
 from django.conf import settings
@@ -19,7 +18,7 @@ from conversations.leases import run_enqueue
 from conversations.models import Conversation, Run
 from tests.fakes.server import TEST_API_KEY, call, turn
 from tests.support.settings_module import start_up_error
-from tests.support.worker import WorkerProcess, database_url
+from tests.support.worker import WorkerProcess, database_url, run_finished
 
 
 @pytest.fixture
@@ -115,12 +114,7 @@ def test_every_worker_line_of_a_run_is_json_with_its_ids(
         conversation = Conversation.objects.create(ad=ad)
         run = Run.objects.create(conversation=conversation, input_text="hi")
         run_enqueue(run_id=run.pk)
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            run.refresh_from_db()
-            if run.status == "succeeded":
-                break
-            time.sleep(0.2)
+        run_finished(run)
     finally:
         worker.stop()
     assert run.status == "succeeded", worker.log.read_text()[-3000:]

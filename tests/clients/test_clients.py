@@ -23,7 +23,7 @@ from conversations.models import Run
 from conversations.services import send_message, start_generation
 from tests.fakes.server import Turn, call
 from tests.support.parallel import one_process_at_a_time
-from tests.support.worker import ROOT
+from tests.support.worker import ROOT, run_finished
 
 pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
 
@@ -100,21 +100,9 @@ def run_node(node: str, script: str, env: dict[str, str], timeout: float = 120) 
     return json.loads(result.stdout.strip().splitlines()[-1])
 
 
-def finished(run: Run, timeout: float = 30) -> Run:
-    import time
-
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        run.refresh_from_db()
-        if run.status in ("succeeded", "failed", "cancelled"):
-            return run
-        time.sleep(0.1)
-    raise AssertionError(f"run {run.pk} still {run.status}")
-
-
 def test_use_chats_transport_sends_reads_and_resumes(node, live, make_ad):
     ad = make_ad(language="en")
-    generation = finished(start_generation(ad=ad))
+    generation = run_finished(start_generation(ad=ad))
     assert generation.status == "succeeded"
 
     out = run_node(
@@ -134,9 +122,9 @@ def test_use_chats_transport_sends_reads_and_resumes(node, live, make_ad):
 
 def test_the_sdks_validators_accept_a_real_conversation(node, live, make_ad):
     ad = make_ad(language="en")
-    run = finished(start_generation(ad=ad))
+    run = run_finished(start_generation(ad=ad))
     for text in ("Use voice 999", "make the music more upbeat"):
-        run = finished(send_message(conversation=run.conversation, text=text))
+        run = run_finished(send_message(conversation=run.conversation, text=text))
         assert run.status == "succeeded"
 
     out = run_node(node, "validate.mjs", {**live, "AD_ID": str(ad.pk)})
@@ -180,7 +168,7 @@ def test_a_generated_typescript_client_type_checks_and_runs_the_story(node, live
 
 def test_an_event_source_follows_a_run_and_resumes_with_last_event_id(node, live, make_ad):
     ad = make_ad(language="en")
-    run = finished(start_generation(ad=ad))
+    run = run_finished(start_generation(ad=ad))
     slow = send_message(conversation=run.conversation, text="make it even more upbeat")
 
     out = run_node(node, "eventsource.mjs", {**live, "RUN_ID": str(slow.pk)})

@@ -622,7 +622,7 @@ def test_two_messages_at_once_are_processed_in_order(fake_providers, en_ad):
 
     first = threading.Thread(target=send, args=("one",))
     first.start()
-    time.sleep(0.1)
+    fake_providers.wait_for_requests(1)  # "one" waits on its answer
     second = threading.Thread(target=send, args=("two",))
     second.start()
     first.join()
@@ -943,7 +943,7 @@ def test_a_run_taken_over_by_another_worker_is_left_to_it(fake_providers, en_ad,
     run = Run.objects.create(conversation=_conversation(en_ad), input_text="music please")
 
     def take_over() -> None:
-        time.sleep(0.3)  # while the first worker waits on the model
+        fake_providers.wait_for_requests(1)  # while the first worker waits on the model
         try:
             Run.objects.filter(pk=run.pk).update(claims=F("claims") + 1)
         finally:

@@ -3,24 +3,17 @@ the worker is killed with SIGKILL while it waits on the model."""
 
 from __future__ import annotations
 
-import time
-
 import pytest
 from django.db.models import Count
 
-from conversations.models import Conversation, Message, ModelCall, Run, RunEvent
+from conversations.models import Conversation, Message, ModelCall, RunEvent
 from conversations.services import send_message, start_generation
 from drafts.models import Draft
 from tests.fakes.server import call, turn
 from tests.support.fixtures import STALE_AFTER
-from tests.support.worker import wait_for
+from tests.support.worker import heartbeat_stale, run_finished, wait_for
 
 pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
-
-
-def finished(run: Run) -> bool:
-    run.refresh_from_db()
-    return run.status in ("succeeded", "failed", "cancelled")
 
 
 def test_a_worker_reads_the_token_encoding_and_the_sdks_before_it_takes_tasks(worker):
@@ -38,7 +31,7 @@ def test_a_worker_answers_turns_of_one_conversation_in_order(worker, fake_openai
     runs = [send_message(conversation=conversation, text=t) for t in ("one", "two", "three")]
 
     for run in runs:
-        wait_for(lambda run=run: finished(run), what=f"run {run.pk}")
+        run_finished(run)
     assert [r.status for r in runs] == ["succeeded"] * 3
     rows = list(
         Message.objects.filter(conversation=conversation)
@@ -57,15 +50,15 @@ def test_a_run_survives_its_worker_being_killed_mid_model_call(worker, fake_open
         turn("Music v1 is ready."),
     )
     run = start_generation(ad=ad)
-    wait_for(lambda: len(fake_openai.requests) == 1, what="the first model request")
+    fake_openai.wait_for_requests(1)
     run.refresh_from_db()
     assert run.status == "running"
 
     worker.kill()
-    time.sleep(STALE_AFTER + 0.5)  # until its heartbeat is stale
+    wait_for(lambda: heartbeat_stale(run, STALE_AFTER), what="its heartbeat to go stale")
     worker.start()  # recovery runs when a worker starts
 
-    wait_for(lambda: finished(run), what="the resumed run")
+    run_finished(run)  # resumed
     assert run.status == "succeeded", run.error_message
     assert run.final_message == "Music v1 is ready."
     assert Message.objects.filter(conversation=run.conversation, role="user").count() == 1

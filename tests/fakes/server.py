@@ -171,6 +171,7 @@ class FakeOpenAIServer:
         self.check_protocol = True
         self._script: deque[Turn] = deque()
         self._lock = threading.Lock()
+        self._arrived = threading.Condition(self._lock)  # notified as each request arrives
         self._stopping = threading.Event()
         self._counter = itertools.count(1)
         self._httpd = _Server((host, 0), _Handler)
@@ -224,6 +225,14 @@ class FakeOpenAIServer:
             self._script.extend(turns)
         return self
 
+    def wait_for_requests(self, count: int, timeout: float = 30.0) -> None:
+        """Return once ``count`` requests have arrived (woken by each arrival)."""
+        with self._arrived:
+            if not self._arrived.wait_for(lambda: len(self.requests) >= count, timeout):
+                raise AssertionError(
+                    f"{len(self.requests)} of {count} model requests after {timeout} s"
+                )
+
     @property
     def remaining(self) -> int:
         with self._lock:
@@ -264,9 +273,10 @@ class FakeOpenAIServer:
         return None
 
     def _record(self, body: dict[str, Any], headers: dict[str, str]) -> int:
-        with self._lock:
+        with self._arrived:
             self.requests.append(body)
             self.request_headers.append(headers)
+            self._arrived.notify_all()
             return len(self.requests)
 
     def _problem(self, text: str) -> None:

@@ -17,12 +17,10 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from datetime import timedelta
 
 import psycopg
 import pytest
 from django.db import connection
-from django.utils import timezone
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
@@ -33,17 +31,12 @@ from conversations.tasks import recover_runs
 from drafts.models import Draft
 from tests.fakes.server import Turn, call, turn
 from tests.support.fixtures import STALE_AFTER, WORKER_APP
-from tests.support.worker import database_url, wait_for
+from tests.support.worker import database_url, heartbeat_stale, run_finished, wait_for
 
 pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
 
 
 # --- helpers -----------------------------------------------------------------------------
-
-
-def finished(run: Run) -> bool:
-    run.refresh_from_db()
-    return run.status in ("succeeded", "failed", "cancelled")
 
 
 @contextmanager
@@ -94,10 +87,8 @@ def kill_blocked_worker(worker, holder: psycopg.Connection, pids: list[int]) -> 
     wait_for(lambda: not backends_alive(pids), what="the killed worker's backends to end")
 
 
-def heartbeat_stale(run: Run) -> bool:
-    """Whether the recovery sweep takes ``run``'s worker for dead."""
-    limit = timezone.now() - timedelta(seconds=STALE_AFTER)
-    return Run.objects.filter(pk=run.pk, heartbeat_at__lt=limit).exists()
+def unfinished(run: Run) -> bool:
+    return Run.objects.filter(pk=run.pk, status__in=("queued", "running")).exists()
 
 
 def restart_and_recover(worker, run: Run) -> None:
@@ -106,7 +97,7 @@ def restart_and_recover(worker, run: Run) -> None:
     the new worker's own sweep at start-up already did."""
     worker.start()
     wait_for(
-        lambda: heartbeat_stale(run) or finished(run),
+        lambda: heartbeat_stale(run, STALE_AFTER) or not unfinished(run),
         timeout=STALE_AFTER + 10,
         what="the run's heartbeat to go stale",
     )
@@ -188,7 +179,7 @@ def test_killed_while_writing_the_draft_and_its_tool_message(worker, fake_openai
     )
     conversation = conversation_create(ad=ad)
     run = start_generation(ad=ad, conversation=conversation)
-    wait_for(lambda: len(fake_openai.requests) == 1, what="the first model request")
+    fake_openai.wait_for_requests(1)  # the first model request
 
     with lock_holder() as holder:
         # Messages so far: the user's (#1); the model's reply is #2, its tool result #3.
@@ -221,7 +212,7 @@ def test_killed_while_writing_the_draft_and_its_tool_message(worker, fake_openai
     assert run.status == "running"
 
     restart_and_recover(worker, run)
-    wait_for(lambda: finished(run), what="the resumed run")
+    run_finished(run)  # resumed
 
     assert run.status == "succeeded", run.error_message
     assert run.final_message == "Music v1 is ready."
@@ -270,7 +261,7 @@ def test_a_connection_lost_in_the_middle_of_a_step_resumes_the_run(worker, fake_
             own.execute("SELECT pg_terminate_backend(%s, 10000)", [pids[0]])
         holder.rollback()
 
-    wait_for(lambda: finished(run), what="the resumed run")
+    run_finished(run)  # resumed
     assert run.status == "succeeded", f"{run.error_code}: {run.error_message}"
     assert run.final_message == "Music v1 is ready."
     assert list(Draft.objects.filter(ad=ad).values_list("kind", "version")) == [("music", 1)]
@@ -297,7 +288,7 @@ def test_killed_while_writing_the_answer_and_the_run_s_end(worker, fake_openai, 
         turn("Music v1 is ready.", delay=1.0),
     )
     run = start_generation(ad=ad)
-    wait_for(lambda: len(fake_openai.requests) == 2, what="the final model request")
+    fake_openai.wait_for_requests(2)  # the final model request
 
     with lock_holder() as holder:
         # With the final reply the worker marks the run done and adds its usage to the
@@ -326,7 +317,7 @@ def test_killed_while_writing_the_answer_and_the_run_s_end(worker, fake_openai, 
     assert (final.seq, final.role, final.text) == (4, "assistant", "Music v1 is ready.")
 
     restart_and_recover(worker, run)
-    wait_for(lambda: finished(run), what="the recovered run")
+    run_finished(run)  # recovered
 
     assert len(fake_openai.requests) == 2  # the answer was not asked for again
     assert RunEvent.objects.filter(run=run, type="run.finished").count() == 1
@@ -372,7 +363,7 @@ class TestBrokerRestart:
             return Run.objects.get(pk=response.json()["runId"])
 
         running = chat(first, "upbeat music, slowly")
-        wait_for(lambda: len(fake_openai.requests) == 1, what="the first model request")
+        fake_openai.wait_for_requests(1)  # the first model request
         queued = chat(first, "now calmer")  # waits for `running` in the same conversation
         survivors = stored([first, second])
 
@@ -383,7 +374,7 @@ class TestBrokerRestart:
                 assert (run.status, run.error_code) == ("queued", ENQUEUE_FAILED)
                 assert "retried" in run.error_message
             # The running run finishes without the broker; starting its successor fails.
-            wait_for(lambda: finished(running), what="the running run to finish")
+            run_finished(running)
             assert running.status == "succeeded", running.error_message
             wait_for(
                 lambda: Run.objects.filter(pk=queued.pk, error_code=ENQUEUE_FAILED).exists(),
@@ -394,7 +385,7 @@ class TestBrokerRestart:
         assert set(recovered) == {queued.pk, *(r.pk for r in during)}
         runs = [running, queued, *during]
         for run in runs:
-            wait_for(lambda run=run: finished(run), what=f"run {run.pk} after the restart")
+            run_finished(run)  # after the restart
         assert [(r.status, r.error_code) for r in runs] == [("succeeded", "")] * 4
         assert_invariants(runs, survivors=survivors)
         users = Message.objects.filter(conversation=first, role="user").order_by("seq")
@@ -445,14 +436,14 @@ def test_a_worker_recovers_its_database_connections(worker, fake_openai, make_ad
 
     fake_openai.responder = turn_during_restart
     run = start_generation(ad=ad)
-    wait_for(lambda: len(fake_openai.requests) == 1, what="the first model request")
+    fake_openai.wait_for_requests(1)  # the first model request
     survivors = stored([run.conversation])
 
-    wait_for(lambda: finished(run), what="the run")
+    run_finished(run)
     assert WORKER_APP in terminated, terminated  # the worker's connections were dropped
     assert run.status == "succeeded", f"{run.error_code}: {run.error_message}"
     later = send_message(conversation=run.conversation, text="make it more upbeat")
-    wait_for(lambda: finished(later), what="a later run")
+    run_finished(later)
     assert later.status == "succeeded", f"{later.error_code}: {later.error_message}"
     assert worker.starts == 1 and worker.process.poll() is None  # the same process
     assert list(Draft.objects.filter(ad=ad).order_by("version").values_list("version")) == [

@@ -4,24 +4,16 @@ message of its conversation is answered by the worker that comes up after the la
 
 from __future__ import annotations
 
-from datetime import timedelta
-
 import pytest
-from django.utils import timezone
 
 from conversations.leases import runs_recover
 from conversations.models import Message, Run, RunEvent
 from conversations.services import send_message, start_generation
 from tests.fakes.server import turn
 from tests.support.fixtures import STALE_AFTER
-from tests.support.worker import wait_for
+from tests.support.worker import heartbeat_stale, run_finished, wait_for
 
 pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
-
-
-def heartbeat_stale(run: Run) -> bool:
-    limit = timezone.now() - timedelta(seconds=STALE_AFTER)
-    return Run.objects.filter(pk=run.pk, heartbeat_at__lt=limit).exists()
 
 
 def kill_and_recover(worker, run: Run) -> None:
@@ -35,7 +27,7 @@ def kill_and_recover(worker, run: Run) -> None:
     def handed_on_or_stale() -> bool:
         current = Run.objects.get(pk=run.pk)
         taken = current.claims > claims or current.status != "running"
-        return taken or heartbeat_stale(run)
+        return taken or heartbeat_stale(run, STALE_AFTER)
 
     wait_for(handed_on_or_stale, timeout=STALE_AFTER + 10, what="a stale heartbeat")
     runs_recover()
@@ -55,18 +47,15 @@ def test_a_run_that_kills_its_worker_every_time_ends_failed(worker, fake_openai,
     ad = make_ad(language="en")
     run = start_generation(ad=ad)
     following = send_message(conversation=run.conversation, text="make it calmer")
-    wait_for(lambda: len(fake_openai.requests) == 1, what="attempt 1's model request")
+    fake_openai.wait_for_requests(1)  # attempt 1's
 
     kill_and_recover(worker, run)
-    wait_for(lambda: len(fake_openai.requests) == 2, what="attempt 2's model request")
+    fake_openai.wait_for_requests(2)  # attempt 2's
     run.refresh_from_db()
     assert (run.status, run.claims, run.resumes) == ("running", 2, 1)
 
     kill_and_recover(worker, run)  # the new worker's claim finds the limit reached
-    wait_for(
-        lambda: Run.objects.filter(pk=following.pk, status="succeeded").exists(),
-        what="the conversation's next run",
-    )
+    assert run_finished(following).status == "succeeded"  # the conversation's next run
 
     run.refresh_from_db()
     assert (run.status, run.stop_cause, run.error_code) == ("failed", "error", "resume_limit")

@@ -11,10 +11,12 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from datetime import timedelta
 from pathlib import Path
 
 import redis
 from django.conf import settings
+from django.utils import timezone
 
 from tests.support.parallel import address_taken, free_port, redis_url_of_this_process
 
@@ -205,6 +207,27 @@ class RedisServer:
             yield
         finally:
             self.start()
+
+
+def run_finished(run, timeout: float = 30.0):
+    """``run`` (a ``Run``), re-read once it has finished: woken by its events as they
+    commit (``LISTEN``), as the API's ``?wait=`` is, not polled."""
+    from conversations.models import RunStatus
+    from conversations.selectors import run_wait
+
+    run_wait(run=run, timeout=timeout)
+    if run.status not in RunStatus.finished():
+        raise AssertionError(f"run {run.pk} still {run.status} after {timeout} s")
+    return run
+
+
+def heartbeat_stale(run, stale_after: float) -> bool:
+    """Whether the recovery sweep takes ``run``'s worker for dead: no heartbeat for
+    ``stale_after`` seconds."""
+    from conversations.models import Run
+
+    limit = timezone.now() - timedelta(seconds=stale_after)
+    return Run.objects.filter(pk=run.pk, heartbeat_at__lt=limit).exists()
 
 
 def wait_for(predicate: Callable[[], object], timeout: float = 30.0, what: str = "condition"):

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import re
-import time
 from datetime import timedelta
 
 import pytest
@@ -20,6 +19,7 @@ from conversations.models import Conversation, Run
 from conversations.pricing import usage_cost
 from conversations.providers import Usage
 from tests.fakes.server import call, turn
+from tests.support.worker import run_finished
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -198,11 +198,7 @@ def test_a_workers_metrics_reach_the_web_through_the_multiprocess_directory(
     from conversations.services import start_generation
 
     fake_openai.script(turn("Done.", usage=USAGE[0]))
-    run = start_generation(ad=make_ad(language="en"))
-    deadline = time.monotonic() + 30
-    while run.status not in ("succeeded", "failed") and time.monotonic() < deadline:
-        time.sleep(0.1)
-        run.refresh_from_db()
+    run = run_finished(start_generation(ad=make_ad(language="en")))
     assert run.status == "succeeded"
 
     samples = scrape(client, metrics_on)

@@ -13,7 +13,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 
 import pytest
 from rest_framework.authtoken.models import Token
@@ -25,7 +24,7 @@ from conversations.services import start_generation
 from tests.fakes.server import TEST_API_KEY, call, turn
 from tests.support.fixtures import STALE_AFTER
 from tests.support.otlp import SpanRecord
-from tests.support.worker import ROOT
+from tests.support.worker import ROOT, heartbeat_stale, run_finished, wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -61,14 +60,8 @@ def api_for(user) -> APIClient:
     return client
 
 
-def wait_finished(run_id: str, timeout: float = 30.0) -> Run:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        run = Run.objects.get(pk=run_id)
-        if run.status in ("succeeded", "failed", "cancelled"):
-            return run
-        time.sleep(0.1)
-    raise AssertionError(f"run {run_id} did not finish")
+def wait_finished(run_id: str) -> Run:
+    return run_finished(Run.objects.get(pk=run_id))
 
 
 def one(spans: list[SpanRecord], what: str, **match) -> SpanRecord:
@@ -203,9 +196,7 @@ def test_a_resumed_run_links_to_the_attempt_whose_worker_died(
     generated = api_for(user).post("/api/ai/generate", {"adId": str(ad.pk)})
     run_id = generated.json()["runId"]
     request = one(web.spans(), "request", kind="SERVER", http__route="api/ai/generate")
-    deadline = time.monotonic() + 30
-    while len(fake_openai.requests) < 1 and time.monotonic() < deadline:
-        time.sleep(0.1)
+    fake_openai.wait_for_requests(1)
     first = Run.objects.get(pk=run_id).trace_context
     _, trace_id, first_span_id, _ = first.split("-")
     assert trace_id == request.trace_id  # the first attempt ran in the request's trace
@@ -217,7 +208,8 @@ def test_a_resumed_run_links_to_the_attempt_whose_worker_died(
     )
 
     worker.kill()
-    time.sleep(STALE_AFTER + 0.5)
+    run = Run.objects.get(pk=run_id)
+    wait_for(lambda: heartbeat_stale(run, STALE_AFTER), what="its heartbeat to go stale")
     worker.start()  # its start-up recovery sweep enqueues the run again
 
     run = wait_finished(run_id)

@@ -168,19 +168,26 @@ def test_threads_asking_at_once_share_one_client(keys, settings, monkeypatch):
     assert all(provider is providers[0] for provider in providers)
 
 
-def _sdks_imported_after(code: str) -> str:
-    """In a new process with the project's settings: "openai anthropic" as each is in
-    sys.modules after ``code``, e.g. "False False"."""
+def _sdks_imported_after(*codes: str) -> list[str]:
+    """For each of ``codes``, in a new process with the project's settings (all started at
+    once): "openai anthropic" as each is in sys.modules after it, e.g. "False False"."""
     report = "print('openai' in sys.modules, 'anthropic' in sys.modules)"
-    result = subprocess.run(
-        [sys.executable, "-c", f"import sys, django; django.setup(); {code}; {report}"],
-        env={**os.environ, "DJANGO_SETTINGS_MODULE": "adstudio.settings"},
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert result.returncode == 0, result.stderr
-    return result.stdout.strip()
+    processes = [
+        subprocess.Popen(
+            [sys.executable, "-c", f"import sys, django; django.setup(); {code}; {report}"],
+            env={**os.environ, "DJANGO_SETTINGS_MODULE": "adstudio.settings"},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for code in codes
+    ]
+    reports = []
+    for process in processes:
+        out, err = process.communicate(timeout=120)
+        assert process.returncode == 0, err
+        reports.append(out.strip())
+    return reports
 
 
 @pytest.mark.slow
@@ -188,8 +195,9 @@ def test_the_provider_sdks_load_in_web_and_worker_processes_not_in_commands():
     """They take about 1.6 s to import: a management command (Django set up, the admin
     included) does without them; a web process and a worker load them before their
     first request or run."""
-    assert _sdks_imported_after("pass") == "False False"
-    assert _sdks_imported_after("import adstudio.wsgi") == "True True"
-    assert _sdks_imported_after("import adstudio.asgi") == "True True"
     worker_start = "from conversations.tasks import _load_at_worker_start; _load_at_worker_start()"
-    assert _sdks_imported_after(worker_start) == "True True"
+    command, wsgi, asgi, worker = _sdks_imported_after(
+        "pass", "import adstudio.wsgi", "import adstudio.asgi", worker_start
+    )
+    assert command == "False False"
+    assert (wsgi, asgi, worker) == ("True True", "True True", "True True")
