@@ -11,7 +11,7 @@ import threading
 import time
 
 import pytest
-from django.db import transaction
+from django.db import connection, transaction
 from django.utils import timezone
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
@@ -250,19 +250,28 @@ def test_resume_replays_the_run_in_progress_and_answers_204_without_one(api, en_
 
     def finish_later() -> None:  # as a run's finish does: its last event with its status
         time.sleep(0.5)
-        with transaction.atomic():
-            RunEvent.objects.bulk_create(
-                [
-                    RunEvent(run=run, seq=4, type="text", data={"delta": "lo"}),
-                    RunEvent(
-                        run=run,
-                        seq=5,
-                        type="run.finished",
-                        data={"status": "succeeded", "stopCause": "final_answer", "errorCode": ""},
-                    ),
-                ]
-            )
-            Run.objects.filter(pk=run.pk).update(status="succeeded", finished_at=timezone.now())
+        try:
+            with transaction.atomic():
+                RunEvent.objects.bulk_create(
+                    [
+                        RunEvent(run=run, seq=4, type="text", data={"delta": "lo"}),
+                        RunEvent(
+                            run=run,
+                            seq=5,
+                            type="run.finished",
+                            data={
+                                "status": "succeeded",
+                                "stopCause": "final_answer",
+                                "errorCode": "",
+                            },
+                        ),
+                    ]
+                )
+                Run.objects.filter(pk=run.pk).update(status="succeeded", finished_at=timezone.now())
+        finally:
+            # This thread's pooled connection, handed back: left checked out, it outlived
+            # the session and the test database could not be dropped.
+            connection.close()
 
     finisher = threading.Thread(target=finish_later)
     finisher.start()
