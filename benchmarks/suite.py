@@ -1,0 +1,234 @@
+"""The test suite's own speed: README's test command and CI's script, timed.
+
+    .venv/bin/python -m benchmarks.suite make [--runs 3] [--target test] [--tree PATH]
+        [--hog] [--processes N]
+    .venv/bin/python -m benchmarks.suite ci [--runs 1] [--ref main] [--without-chromium]
+
+``make``: runs ``make TARGET`` (``test``, or ``test-fast``) in this checkout or in
+``--tree`` (another checkout, e.g. an older commit's, to compare in the same minutes),
+``--runs`` times one after the other, with ``--durations=25`` and a plugin that times
+every fixture's set-up (benchmarks/pytest_plugins/suite_timing.py). Prints, per run and
+as medians: the wall time of the command, pytest's own time, the outcome; then the
+slowest 25 set-ups, calls and teardowns of the last run and the fixtures whose set-ups
+cost most in all (summed over the test processes, so they may add up to more than the
+wall time). ``--hog`` keeps two busy loops running beside the suite, as a loaded machine
+would. ``--processes`` sets ``TEST_PROCESSES`` (the Makefile's default: one per core).
+
+``ci``: clones ``--ref`` of this repository into a new folder and times
+``CI=true bash .ci/run`` there, as CI runs it on a clean clone (the virtualenv, npm ci
+and the suite; the Debian packages only where missing: ``--without-chromium`` removes
+chromium first, so that its installation is timed too).
+
+Results also go to benchmarks/results/. The machine is noisy: compare medians of runs
+taken in the same minutes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PLUGINS = ROOT / "benchmarks" / "pytest_plugins"
+RESULTS = ROOT / "benchmarks" / "results"
+SUMMARY = re.compile(r"=+ (?P<outcome>.*) in (?P<seconds>[\d.]+)s")
+DURATION = re.compile(r"^(?P<seconds>[\d.]+)s (?P<phase>setup|call|teardown)\s+(?P<test>\S.*)$")
+
+
+def machine() -> dict[str, object]:
+    cpu = ""
+    for line in Path("/proc/cpuinfo").read_text().splitlines():
+        if line.startswith("model name"):
+            cpu = line.split(":", 1)[1].strip()
+            break
+    return {
+        "cores": os.cpu_count() or 0,
+        "cpu": cpu,
+        "python": platform.python_version(),
+        "date": datetime.now(UTC).isoformat(timespec="seconds"),
+    }
+
+
+@contextmanager
+def busy_loops(count: int):
+    """``count`` processes spinning on a core each while the block runs."""
+    hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(count)]
+    try:
+        yield
+    finally:
+        for hog in hogs:
+            hog.kill()
+            hog.wait()
+
+
+def run_make(tree: Path, target: str, processes: str | None) -> dict:
+    """One ``make TARGET`` in ``tree``: its wall time, pytest's summary, its durations and
+    the fixtures' set-up seconds."""
+    with tempfile.TemporaryDirectory(prefix="suite-timing-") as timing:
+        env = {
+            **os.environ,
+            "SUITE_TIMING_DIR": timing,
+            "PYTHONPATH": os.pathsep.join(
+                filter(None, [str(PLUGINS), os.environ.get("PYTHONPATH")])
+            ),
+            "PYTEST_ARGS": "--durations=25 -p suite_timing -p no:cacheprovider",
+        }
+        if processes is not None:
+            env["TEST_PROCESSES"] = processes
+        started = time.perf_counter()
+        done = subprocess.run(
+            ["make", target], cwd=tree, env=env, capture_output=True, text=True, timeout=3600
+        )
+        wall = time.perf_counter() - started
+        fixtures: dict[str, list[float]] = defaultdict(list)
+        for path in Path(timing).glob("*.json"):
+            for name, seconds in json.loads(path.read_text()).items():
+                fixtures[name].extend(seconds)
+    output = done.stdout + done.stderr
+    summary = None
+    for match in SUMMARY.finditer(output):
+        summary = match
+    durations = [m.groupdict() for m in map(DURATION.match, output.splitlines()) if m]
+    return {
+        "exit_status": done.returncode,
+        "wall_s": round(wall, 1),
+        "pytest_s": float(summary["seconds"]) if summary else None,
+        "outcome": summary["outcome"] if summary else output[-2000:],
+        "slowest": [
+            {"seconds": float(d["seconds"]), "phase": d["phase"], "test": d["test"]}
+            for d in durations
+        ],
+        "fixtures": {
+            name: {"setups": len(seconds), "total_s": round(sum(seconds), 2),
+                   "max_s": round(max(seconds), 2)}
+            for name, seconds in fixtures.items()
+        },
+    }  # fmt: skip
+
+
+def report_make(runs: list[dict], top: int = 15) -> None:
+    for n, run in enumerate(runs, 1):
+        print(
+            f"run {n}: make {run['wall_s']} s, pytest {run['pytest_s']} s, "
+            f"exit {run['exit_status']}: {run['outcome']}"
+        )
+    walls = [r["wall_s"] for r in runs]
+    pytests = [r["pytest_s"] for r in runs if r["pytest_s"] is not None]
+    print(f"median of {len(runs)}: make {statistics.median(walls):.1f} s", end="")
+    print(f", pytest {statistics.median(pytests):.1f} s" if pytests else "")
+    last = runs[-1]
+    print("\nslowest 25 (last run):")
+    for item in last["slowest"]:
+        print(f"  {item['seconds']:6.2f} s {item['phase']:<8} {item['test']}")
+    print(f"\nfixture set-ups, most seconds in all (last run, top {top}):")
+    ranked = sorted(last["fixtures"].items(), key=lambda kv: -kv[1]["total_s"])
+    for name, cost in ranked[:top]:
+        print(
+            f"  {cost['total_s']:7.2f} s  {cost['setups']:4d} set-ups, "
+            f"at most {cost['max_s']:5.2f} s  {name}"
+        )
+
+
+def run_ci(ref: str, without_chromium: bool) -> dict:
+    """``.ci/run`` on a fresh clone of ``ref``."""
+    if without_chromium:
+        subprocess.run(
+            ["apt-get", "remove", "-y", "-qq", "chromium", "chromium-common"],
+            check=True,
+            capture_output=True,
+            env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"},
+        )
+    with tempfile.TemporaryDirectory(prefix="suite-ci-") as folder:
+        clone = Path(folder) / "clone"
+        subprocess.run(
+            ["git", "clone", "--quiet", "--branch", ref, str(ROOT), str(clone)], check=True
+        )
+        env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH")}
+        started = time.perf_counter()
+        done = subprocess.run(
+            ["bash", ".ci/run"],
+            cwd=clone,
+            env={**env, "CI": "true"},
+            capture_output=True,
+            text=True,
+            timeout=3600,
+        )
+        wall = time.perf_counter() - started
+    output = done.stdout + done.stderr
+    summary = None
+    for match in SUMMARY.finditer(output):
+        summary = match
+    return {
+        "exit_status": done.returncode,
+        "wall_s": round(wall, 1),
+        "pytest_s": float(summary["seconds"]) if summary else None,
+        "outcome": summary["outcome"] if summary else output[-2000:],
+        "installed_chromium": "Installing Debian's" in output,
+    }
+
+
+def write_results(name: str, data: dict) -> Path:
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    path = RESULTS / f"{name}-{stamp}.json"
+    path.write_text(json.dumps(data, indent=2) + "\n")
+    return path
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    modes = parser.add_subparsers(dest="mode", required=True)
+    make = modes.add_parser("make", help="time README's test command")
+    make.add_argument("--runs", type=int, default=3)
+    make.add_argument("--target", choices=("test", "test-fast"), default="test")
+    make.add_argument("--tree", type=Path, default=ROOT, help="the checkout to run it in")
+    make.add_argument("--hog", action="store_true", help="two busy loops beside the suite")
+    make.add_argument("--processes", help="TEST_PROCESSES (default: the Makefile's)")
+    ci = modes.add_parser("ci", help="time .ci/run on a clean clone")
+    ci.add_argument("--runs", type=int, default=1)
+    ci.add_argument("--ref", default="main")
+    ci.add_argument("--without-chromium", action="store_true")
+    args = parser.parse_args()
+
+    if args.mode == "make":
+        runs = []
+        with busy_loops(2 if args.hog else 0):
+            for _ in range(args.runs):
+                runs.append(run_make(args.tree.resolve(), args.target, args.processes))
+                print(f"run {len(runs)}: {runs[-1]['wall_s']} s, {runs[-1]['outcome']}", flush=True)
+        print()
+        report_make(runs)
+        result = {
+            "machine": machine(),
+            "args": {**vars(args), "tree": str(args.tree)},
+            "runs": runs,
+        }
+        print(f"\nresults: {write_results(f'suite_{args.target}', result)}")
+    else:
+        runs = [run_ci(args.ref, args.without_chromium) for _ in range(args.runs)]
+        for n, run in enumerate(runs, 1):
+            print(
+                f"run {n}: .ci/run {run['wall_s']} s (pytest {run['pytest_s']} s, chromium "
+                f"{'installed' if run['installed_chromium'] else 'present'}), "
+                f"exit {run['exit_status']}: {run['outcome']}"
+            )
+        result = {"machine": machine(), "args": vars(args), "runs": runs}
+        print(f"\nresults: {write_results('suite_ci', result)}")
+    if any(run["exit_status"] for run in runs):
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()
