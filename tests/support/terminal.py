@@ -1,12 +1,15 @@
 """A command in a pseudo-terminal of its own, as a person runs it at a terminal, driven with
 pexpect's ``expect`` and ``send`` from the terminal's other side.
 
-``pexpect.spawn`` forks the test process and runs Python in the child until it executes
-the command; the test process has other threads (its database pool, the fake servers'),
-and a lock one of them held at the fork stays held in the child, which then hangs before
-it prints anything. Here ``subprocess`` forks and executes in C, and util-linux's
-``setsid --ctty`` makes the terminal the command's controlling one, so that Ctrl-C
-reaches it as SIGINT.
+The command starts as a shell at a terminal starts it: every signal handled the default
+way (coreutils' ``env --default-signal``), in a session of its own whose controlling
+terminal is this one (util-linux's ``setsid --ctty``), so that Ctrl-C reaches it as
+SIGINT. A test run started in the background by a shell without job control ignores
+SIGINT, and so would the command, which would then never see its Ctrl-C.
+
+``subprocess`` forks and executes in C: ``pexpect.spawn`` would fork the test process,
+whose other threads (its database pool, the fake servers') may hold a lock at that
+moment, and run Python in the child before it executes the command.
 """
 
 from __future__ import annotations
@@ -41,7 +44,7 @@ class TerminalProcess(fdspawn):
         fcntl.ioctl(terminal, termios.TIOCSWINSZ, struct.pack("HHHH", rows, columns, 0, 0))
         try:
             self.process = subprocess.Popen(
-                ["setsid", "--ctty", *argv],
+                ["env", "--default-signal", "setsid", "--ctty", *argv],
                 cwd=cwd,
                 env=env,
                 stdin=terminal,
