@@ -362,15 +362,30 @@ def test_a_failed_run_that_staff_requeue_runs_again_and_continues_its_events(
 
 def test_a_running_run_is_cancelled_at_the_next_step(fake_providers, en_ad, settings):
     settings.ADSTUDIO_HEARTBEAT_INTERVAL = 0.05
-    fake_providers.script(turn(tool_calls=[call("get_current_state", {})], delay=0.6))
+    answered = threading.Event()  # the model's reply waits for it
+
+    def reply_once_the_cancel_is_seen(body: dict):
+        assert answered.wait(timeout=10), "the cancel was not seen"
+        return turn(tool_calls=[call("get_current_state", {})])
+
+    fake_providers.responder = reply_once_the_cancel_is_seen
     run = Run.objects.create(conversation=_conversation(en_ad), input_text="hello")
 
     def cancel_soon():
         # While the model is answering: a cancel before the claim would be a queued
         # run's, never started.
-        wait_for(lambda: fake_providers.requests, timeout=10, what="the model request")
-        Run.objects.filter(pk=run.pk).update(cancel_requested=True)
-        connection.close()
+        try:
+            fake_providers.wait_for_requests(1, timeout=10)
+            Run.objects.filter(pk=run.pk).update(cancel_requested=True)
+            cancelled_at = timezone.now()
+            # Two heartbeats stamped after the cancel: the second began after the first
+            # had stamped, so it read the cancel.
+            beats = Run.objects.filter(pk=run.pk).values_list("heartbeat_at", flat=True)
+            first = wait_for(lambda: beats.filter(heartbeat_at__gt=cancelled_at).first())
+            wait_for(lambda: beats.filter(heartbeat_at__gt=first).exists(), what="a heartbeat")
+        finally:
+            answered.set()
+            connection.close()
 
     canceller = threading.Thread(target=cancel_soon)
     canceller.start()
