@@ -191,7 +191,11 @@ def shared_stack(django_db_setup, tmp_path_factory) -> Iterator[Stack]:
     redis.start()
     worker = WorkerProcess(
         log_dir=directory,
-        env=worker_env(broker_url=redis.url, fake_openai=fake_openai),
+        env={
+            **worker_env(broker_url=redis.url, fake_openai=fake_openai),
+            # Not WORKER_APP: the tests that drop a worker's connections drop their own.
+            "PGAPPNAME": "adstudio-test-shared-worker",
+        },
         name="shared",
     )
     web_env = {
