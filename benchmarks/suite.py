@@ -19,8 +19,8 @@ would. ``--processes`` sets ``TEST_PROCESSES`` (the Makefile's default: one per 
 and the suite; the Debian packages only where missing: ``--without-chromium`` removes
 chromium first, so that its installation is timed too).
 
-Results also go to benchmarks/results/. The machine is noisy: compare medians of runs
-taken in the same minutes.
+Results also go to benchmarks/results/, with what each command printed. The machine is
+noisy: compare medians of runs taken in the same minutes.
 """
 
 from __future__ import annotations
@@ -102,6 +102,7 @@ def run_make(tree: Path, target: str, processes: str | None) -> dict:
         summary = match
     durations = [m.groupdict() for m in map(DURATION.match, output.splitlines()) if m]
     return {
+        "output": str(write_output("suite_make", output)),
         "exit_status": done.returncode,
         "wall_s": round(wall, 1),
         "pytest_s": float(summary["seconds"]) if summary else None,
@@ -171,12 +172,22 @@ def run_ci(ref: str, without_chromium: bool) -> dict:
     for match in SUMMARY.finditer(output):
         summary = match
     return {
+        "output": str(write_output("suite_ci", output)),
         "exit_status": done.returncode,
         "wall_s": round(wall, 1),
         "pytest_s": float(summary["seconds"]) if summary else None,
         "outcome": summary["outcome"] if summary else output[-2000:],
         "installed_chromium": "Installing Debian's" in output,
     }
+
+
+def write_output(name: str, text: str) -> Path:
+    """What the command printed, kept beside the results (a failure's details)."""
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S.%fZ")
+    path = RESULTS / f"{name}-{stamp}.log"
+    path.write_text(text)
+    return path
 
 
 def write_results(name: str, data: dict) -> Path:

@@ -9,6 +9,7 @@ own (``test_adstudio_gw0``, ...).
 from __future__ import annotations
 
 import fcntl
+import itertools
 import os
 import socket
 from collections.abc import Iterator
@@ -42,14 +43,44 @@ def redis_url_of_this_process(base: str) -> str:
     return urlunsplit(parts._replace(path=f"/{database}"))
 
 
+PORTS_BELOW_EPHEMERAL = 8000  # shared out among the test processes
+
+
 def free_port() -> int:
-    """A loopback port on which nothing listens at this moment: for a client that must
-    find nobody there. A server of the test's own takes a socket from
-    ``listening_socket()``, or retries on another port when this one was taken meanwhile
-    (``tests.support.worker.RedisServer``, ``tests.support.postgres.PostgresServer``)."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+    """A loopback port on which nothing listens, for a server of the test's own or for a
+    client that must find nobody there.
+
+    It comes from below the range the system hands out to outgoing connections, so that
+    no connection of any process takes it while its server is stopped and started again
+    (a crash test restarts PostgreSQL on the same port), and from a block of ports of this
+    test process's own, so that no other test process is given it. Within the block the
+    ports are handed out in turn, each once before any comes round again."""
+    low, _high = _ephemeral_ports()
+    start = max(1024, low - PORTS_BELOW_EPHEMERAL)
+    processes = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    block = (low - start) // processes
+    first = start + process_number() * block
+    for _ in range(block):
+        port = first + next(_turn) % block
+        with socket.socket() as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue  # another program's
+            return port
+    raise RuntimeError(f"ports {first}-{first + block - 1} are all taken")
+
+
+_turn = itertools.count()
+
+
+def _ephemeral_ports() -> tuple[int, int]:
+    """The range of local ports the system gives outgoing connections."""
+    try:
+        low, high = Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()
+        return int(low), int(high)
+    except (OSError, ValueError):
+        return 32768, 60999  # Linux's default
 
 
 def listening_socket() -> socket.socket:
