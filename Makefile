@@ -14,8 +14,10 @@ PYTHON ?= $(shell for p in python3.13 python3.12 python3 \
 # The suite runs on the real services of this machine unless told otherwise.
 TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/adstudio
 TEST_REDIS_URL ?= redis://127.0.0.1:6379/15
-# Test processes (pytest-xdist): one per core; 0 runs the tests in pytest's own process.
-TEST_PROCESSES ?= auto
+# Test processes (pytest-xdist): one per core and one more, which runs while the others
+# wait on their servers; at most 8 (each takes a Redis database of its own, counting down
+# from TEST_REDIS_URL's). 0 runs the tests in pytest's own process.
+TEST_PROCESSES ?= $(shell n=$$(( $$(nproc) + 1 )); echo $$(( n > 8 ? 8 : n )))
 
 .PHONY: run test test-fast lint install
 
