@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from datetime import timedelta
 
 import pytest
@@ -200,13 +201,19 @@ def test_a_workers_metrics_reach_the_web_through_the_multiprocess_directory(
     fake_openai.script(turn("Done.", usage=USAGE[0]))
     run = run_finished(start_generation(ad=make_ad(language="en")))
     assert run.status == "succeeded"
+    finished = {"provider": "openai", "status": "succeeded"}
 
+    # The worker counts the run's end once its finish is committed, which is what woke
+    # this test: scrape until the count is there.
+    deadline = time.monotonic() + 10
     samples = scrape(client, metrics_on)
+    while not value(samples, "adstudio_runs_finished_total", **finished):
+        assert time.monotonic() < deadline, "the worker never counted the run's end"
+        time.sleep(0.05)
+        samples = scrape(client, metrics_on)
 
     assert value(samples, "adstudio_runs_started_total", provider="openai") == 1
-    assert (
-        value(samples, "adstudio_runs_finished_total", provider="openai", status="succeeded") == 1
-    )
+    assert value(samples, "adstudio_runs_finished_total", **finished) == 1
     assert value(samples, "adstudio_model_call_duration_seconds_count", **OPENAI, outcome="ok") == 1
     assert value(samples, "adstudio_model_tokens_total", **OPENAI, type="prompt") == 900
     assert value(samples, "adstudio_runs_queued") == 0
