@@ -18,6 +18,7 @@ from rest_framework.views import exception_handler as drf_exception_handler
 
 from adstudio import observability
 from adstudio.parsers import PayloadTooLarge
+from adstudio.refusals import NotAllowed, StateConflict
 
 
 def _flatten(detail: Any, prefix: str = "") -> dict[str, list[str]]:
@@ -44,7 +45,22 @@ def error_body(code: str, message: str, fields: dict | None = None) -> dict:
     return {"error": error}
 
 
+class Conflict(exceptions.APIException):
+    status_code = status.HTTP_409_CONFLICT
+    default_code = "conflict"
+
+
+def _domain_error(exc: Exception) -> exceptions.APIException | None:
+    """The HTTP answer to a refusal raised below the API (``adstudio.refusals``)."""
+    if isinstance(exc, NotAllowed):
+        return exceptions.PermissionDenied(str(exc), code=exc.code)
+    if isinstance(exc, StateConflict):
+        return Conflict(str(exc), code=exc.code)
+    return None
+
+
 def api_exception_handler(exc: Exception, context: dict) -> Response | None:
+    exc = _domain_error(exc) or exc
     if isinstance(exc, Http404):
         exc = exceptions.NotFound()
     elif isinstance(exc, PermissionDenied):

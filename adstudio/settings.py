@@ -68,6 +68,7 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",  # Swagger UI's files, served by us rather than a CDN
     "voices",
+    "workspaces",
     "drafts",
     "conversations",
     "adstudio.observability",  # traces and metrics, when configured (below)
@@ -215,6 +216,7 @@ SPECTACULAR_SETTINGS = {
         "RunStatusEnum": "conversations.models.RunStatus",
         "DraftStatusEnum": "drafts.models.DraftStatus",
         "DraftKindEnum": "drafts.models.DraftKind",
+        "WorkspaceRoleEnum": "workspaces.roles.Role",
     },
 }
 

@@ -20,6 +20,7 @@ urlpatterns = [
     path("api/", include("voices.urls")),
     path("api/", include("conversations.urls")),
     path("api/", include("drafts.urls")),
+    path("api/", include("workspaces.urls")),
     path("metrics", metrics_view, name="metrics"),  # Prometheus; staff or a bearer token
 ]
 

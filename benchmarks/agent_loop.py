@@ -159,9 +159,9 @@ def scripted_binding():
 def new_conversation(owner: User) -> Conversation:
     """A new ad (the standard Thai brief) and its conversation."""
     from conversations.models import Conversation
-    from drafts.models import Ad
+    from drafts.services import ad_create
 
-    ad = Ad.objects.create(
+    ad = ad_create(
         owner=owner,
         title="bench",
         client="Spotify Premium family plan",
@@ -293,7 +293,7 @@ def commit_mode(args) -> dict:
 
     from conversations import providers
     from conversations.models import Conversation
-    from drafts.models import Ad
+    from drafts.services import ad_create
 
     import_sample_catalogue_if_empty()
     director, binding = scripted_binding()
@@ -312,7 +312,7 @@ def commit_mode(args) -> dict:
         return execute(sql, params, many, context)
 
     def session() -> tuple[float, int]:
-        ad = Ad.objects.create(
+        ad = ad_create(
             owner=owner, title="bench", client="Spotify Premium family plan", language="th"
         )
         return measure_turn(Conversation.objects.create(ad=ad), "Make the ad.", director)
@@ -363,7 +363,7 @@ def worker_mode(args) -> dict:
     from adstudio.celery import app as celery_app
     from conversations.models import Run
     from conversations.services import start_generation
-    from drafts.models import Ad
+    from drafts.services import ad_create
     from tests.fakes.server import TEST_API_KEY, FakeOpenAIServer, Turn, call
     from tests.support.worker import WorkerProcess
 
@@ -412,7 +412,7 @@ def worker_mode(args) -> dict:
             for worker in workers:  # inside: a worker that started is stopped if one fails
                 worker.start()
             ads = [
-                Ad.objects.create(
+                ad_create(
                     owner=owner,
                     title="bench",
                     client="Spotify Premium family plan",

@@ -231,7 +231,7 @@ def main() -> None:
     from django.contrib.auth.models import User
     from rest_framework.authtoken.models import Token
 
-    from drafts.models import Ad
+    from drafts.services import ad_create
     from voices.models import Voice
 
     if not Voice.objects.filter(language="th", approved=True).exists():
@@ -240,7 +240,7 @@ def main() -> None:
     for n in range(args.clients):
         user, _ = User.objects.get_or_create(username=f"load{n}")
         token, _ = Token.objects.get_or_create(user=user)
-        ad = Ad.objects.create(
+        ad = ad_create(
             owner=user,
             title="load",
             client="Spotify Premium family plan",

@@ -64,7 +64,7 @@ def prepare(ads: int, broker: str, cache: str):
     from rest_framework.authtoken.models import Token
     from rest_framework.test import APIClient
 
-    from drafts.models import Ad
+    from drafts.services import ad_create
 
     # One client per user and ad, as api_load's clients: each user's throttle history
     # then holds the few posts of the last second, however fast the process runs (under
@@ -73,9 +73,7 @@ def prepare(ads: int, broker: str, cache: str):
     for n in range(ads):
         user = User.objects.create(username=f"bench-chat-{os.getpid()}-{n}")
         token = Token.objects.create(user=user)
-        ad = Ad.objects.create(
-            owner=user, title="bench", client="Spotify", language="th", duration_s=30
-        )
+        ad = ad_create(owner=user, title="bench", client="Spotify", language="th", duration_s=30)
         client = APIClient(SERVER_NAME="127.0.0.1")
         client.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
         clients.append((client, f"/api/ads/{ad.pk}/chat"))

@@ -38,12 +38,10 @@ def main() -> None:
     from django.contrib.auth.models import User
 
     from conversations.models import Conversation, Run
-    from drafts.models import Ad
+    from drafts.services import ad_create
 
     owner, _ = User.objects.get_or_create(username="event-notify")
-    ad = Ad.objects.create(
-        owner=owner, title="notify", client="bench", language="en", duration_s=30
-    )
+    ad = ad_create(owner=owner, title="notify", client="bench", language="en", duration_s=30)
     run = Run.objects.create(conversation=Conversation.objects.create(ad=ad), input_text="x")
     seq = 0
 

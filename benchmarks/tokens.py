@@ -176,13 +176,13 @@ def run_session(profile, *, client: str) -> tuple[RecordingDirector, list[str]]:
     from conversations import providers
     from conversations.models import Message
     from conversations.services import send_message, start_generation
-    from drafts.models import Ad
+    from drafts.services import ad_create
 
     director = RecordingDirector(profile)
     binding = providers.ProviderBinding(name=profile.name, model="gpt-4.1-mini", provider=director)
     providers.route = lambda **kwargs: [binding]  # the loop asks the router for its provider
     owner, _ = User.objects.get_or_create(username="bench-tokens")
-    ad = Ad.objects.create(
+    ad = ad_create(
         owner=owner,
         title=client,
         client=client,

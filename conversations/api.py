@@ -25,7 +25,7 @@ from drf_spectacular.utils import (
 from rest_framework import generics, serializers, status
 from rest_framework.exceptions import APIException, NotFound, ValidationError
 from rest_framework.negotiation import DefaultContentNegotiation
-from rest_framework.permissions import IsAdminUser
+from rest_framework.permissions import BasePermission, IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.throttling import ScopedRateThrottle
@@ -34,7 +34,7 @@ from rest_framework.views import APIView
 from adstudio.parsers import PayloadTooLarge
 from conversations import providers
 from conversations.message_rows import history_rows, message_parts, model_messages, ui_messages
-from conversations.models import Conversation, Message, Run, RunStatus
+from conversations.models import STATS_PERMISSION, Conversation, Message, Run, RunStatus
 from conversations.selectors import (
     agent_stats,
     conversation_drafts,
@@ -49,11 +49,15 @@ from conversations.services import (
     IdempotencyKeyReused,
     chat_message_send,
     generation_start,
+    run_audited_as_superuser,
     run_cancel,
     run_once_per_key,
 )
-from drafts.api import BriefSerializer
+from drafts.api import BriefSerializer, workspace_for_writing
 from drafts.selectors import ads_for
+from workspaces.access import check, require, role_in
+from workspaces.roles import Action
+from workspaces.services import workspace_personal
 
 WAIT_PARAMETER = OpenApiParameter(
     "wait", int, description="Seconds (0..60) to wait for the run to finish before replying."
@@ -120,6 +124,11 @@ def _run_once_per_key(request: Request, start: Callable[[str, str], Run]) -> Run
 
 class GenerateInputSerializer(serializers.Serializer):
     adId = serializers.UUIDField(required=False, allow_null=True)
+    workspace = serializers.UUIDField(
+        required=False,
+        allow_null=True,
+        help_text="Where a new ad (no adId) is created; your personal workspace if absent.",
+    )
     brief = BriefSerializer(required=False)
     provider = serializers.ChoiceField(
         choices=providers.PROVIDER_NAMES, required=False, allow_null=True
@@ -284,15 +293,25 @@ class GenerateView(_RunStartView):
         data = GenerateInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         values = data.validated_data
-        ad = None
+        ad = workspace = None
         if values.get("adId"):
             ad = get_object_or_404(ads_for(request.user), pk=values["adId"])
+            as_superuser = require(request.user, ad.workspace_id, Action.CHAT)
+            if values.get("brief"):
+                as_superuser |= require(request.user, ad.workspace_id, Action.EDIT_AD)
+        elif values.get("workspace"):
+            workspace, as_superuser = workspace_for_writing(
+                request.user, values["workspace"], Action.CREATE_AD
+            )
+            as_superuser |= require(request.user, workspace.pk, Action.CHAT)
+        else:
+            workspace, as_superuser = workspace_personal(user=request.user), False
         conversation = None
         if values.get("conversationId"):
             if ad is None:
                 raise ValidationError({"adId": "Required with conversationId."})
             conversation = get_object_or_404(
-                Conversation.objects.filter(ad=ad), pk=values["conversationId"]
+                Conversation.objects.filter(ad=ad, superseded_at=None), pk=values["conversationId"]
             )
 
         def start(key: str, fingerprint: str) -> Run:
@@ -304,12 +323,15 @@ class GenerateView(_RunStartView):
                 conversation=conversation,
                 idempotency_key=key,
                 idempotency_fingerprint=fingerprint,
+                workspace=workspace,
             )
 
         try:
             run = _run_once_per_key(request, start)
         except providers.ProviderUnavailable as exc:
             raise ValidationError({"provider": str(exc)}) from None
+        if as_superuser:
+            run_audited_as_superuser(user=request.user, run=run)
         return self.reply(request, run)
 
 
@@ -322,9 +344,15 @@ class ChatView(_RunStartView):
     )
     def post(self, request: Request, ad_id) -> Response:
         seconds_param(request, "wait", settings.ADSTUDIO_MAX_WAIT_SECONDS)
-        # The ad's latest conversation with the ad: one query for the usual message.
-        latest = conversation_latest_for(request.user, ad_id=ad_id)
-        ad = latest.ad if latest else get_object_or_404(ads_for(request.user), pk=ad_id)
+        # The ad's conversation with the ad and the caller's role: one query for the usual
+        # message.
+        latest, role = conversation_latest_for(request.user, ad_id=ad_id)
+        if latest:
+            ad = latest.ad
+        else:
+            ad = get_object_or_404(ads_for(request.user), pk=ad_id)
+            role = role_in(request.user, ad.workspace_id)
+        as_superuser = check(request.user, role, Action.CHAT)
         data = ChatInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         text = data.validated_data["message"]
@@ -336,7 +364,10 @@ class ChatView(_RunStartView):
         conversation_id = data.validated_data.get("conversationId")
         conversation = latest
         if conversation_id and not (latest and latest.pk == conversation_id):
-            conversation = get_object_or_404(Conversation.objects.filter(ad=ad), pk=conversation_id)
+            # Only the ad's current conversation takes messages.
+            conversation = get_object_or_404(
+                Conversation.objects.filter(ad=ad, superseded_at=None), pk=conversation_id
+            )
 
         def start(key: str, fingerprint: str) -> Run:
             return chat_message_send(
@@ -348,7 +379,10 @@ class ChatView(_RunStartView):
                 idempotency_fingerprint=fingerprint,
             )
 
-        return self.reply(request, _run_once_per_key(request, start))
+        run = _run_once_per_key(request, start)
+        if as_superuser:
+            run_audited_as_superuser(user=request.user, run=run)
+        return self.reply(request, run)
 
 
 class RunDetailView(APIView):
@@ -363,6 +397,8 @@ class RunCancelView(APIView):
     def post(self, request: Request, pk) -> Response:
         """Cancel a queued run now, or a running one at its next step."""
         run = get_object_or_404(runs_for(request.user), pk=pk)
+        if require(request.user, run.conversation.ad.workspace_id, Action.CANCEL):
+            run_audited_as_superuser(user=request.user, run=run, action=Action.CANCEL)
         run = run_cancel(run=run)
         run = runs_for(request.user).get(pk=run.pk)
         return Response(run_body(run), status=status.HTTP_202_ACCEPTED)
@@ -427,15 +463,22 @@ class AdConversationView(ConversationMessagesView):
         return conversation
 
 
+class CanViewAgentStats(BasePermission):
+    """Statistics span every workspace: for those granted it, not for staff as such."""
+
+    def has_permission(self, request: Request, view) -> bool:
+        return request.user.has_perm(STATS_PERMISSION)
+
+
 class StatsView(APIView):
-    permission_classes = [IsAdminUser]
+    permission_classes = [IsAuthenticated, CanViewAgentStats]
 
     @extend_schema(
         parameters=[
             OpenApiParameter("days", int, description="Period: the last N days (default 7)."),
         ],
         responses=OpenApiTypes.OBJECT,
-        summary="Agent health per provider and tool (staff only)",
+        summary="Agent health per provider and tool (for those with the permission)",
     )
     def get(self, request: Request) -> Response:
         try:

@@ -40,7 +40,7 @@ class Conversation(models.Model):
     # Indexed by conversation_ad_recent's leading column, like the foreign keys below
     # whose lookups an index of the model already serves: one more would only cost writes.
     ad = models.ForeignKey(
-        Ad, on_delete=models.CASCADE, related_name="conversations", db_index=False
+        Ad, on_delete=models.PROTECT, related_name="conversations", db_index=False
     )
     provider = models.CharField(max_length=32, blank=True)
     model = models.CharField(max_length=100, blank=True)
@@ -56,10 +56,22 @@ class Conversation(models.Model):
     cost = models.DecimalField(max_digits=12, decimal_places=6, default=0)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
+    # Set on the older conversations of an ad that had several before an ad had one at a
+    # time; they stay readable, and no message is added to them.
+    superseded_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-created_at"]
         indexes = [models.Index(fields=["ad", "-created_at"], name="conversation_ad_recent")]
+        constraints = [
+            # One conversation per ad at a time: parallel first messages land in it, in
+            # order (conversations.services.conversation_of).
+            models.UniqueConstraint(
+                fields=["ad"],
+                condition=Q(superseded_at__isnull=True),
+                name="conversation_one_current_per_ad",
+            ),
+        ]
 
     def __str__(self) -> str:
         return f"Conversation {self.id} on {self.ad}"
@@ -78,7 +90,7 @@ class Run(models.Model):
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     conversation = models.ForeignKey(
-        Conversation, on_delete=models.CASCADE, related_name="runs", db_index=False
+        Conversation, on_delete=models.PROTECT, related_name="runs", db_index=False
     )  # run_conversation_order
     status = models.CharField(max_length=10, choices=RunStatus.choices, default=RunStatus.QUEUED)
     input_text = models.TextField(help_text="The user's message, stored before anything runs.")
@@ -168,14 +180,24 @@ class Run(models.Model):
                 name="run_unfinished",
             ),
         ]
+        permissions = [
+            # The production statistics (GET /api/stats/) span every workspace's runs.
+            ("view_agent_stats", "Can view the agent's statistics across workspaces"),
+            # Requeueing calls the provider again, at a cost: its own decision.
+            ("requeue_run", "Can requeue a failed or stuck run"),
+        ]
 
     def __str__(self) -> str:
         return f"Run {self.id} ({self.status})"
 
 
+STATS_PERMISSION = "conversations.view_agent_stats"
+REQUEUE_PERMISSION = "conversations.requeue_run"
+
+
 class Message(models.Model):
     conversation = models.ForeignKey(
-        Conversation, on_delete=models.CASCADE, related_name="messages", db_index=False
+        Conversation, on_delete=models.PROTECT, related_name="messages", db_index=False
     )  # message_unique_seq
     seq = models.PositiveIntegerField()
     role = models.CharField(max_length=10, choices=Role.choices)
@@ -224,7 +246,7 @@ class Message(models.Model):
 class ModelCall(models.Model):
     """One request to a provider: what it cost, how long it took, how it ended."""
 
-    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="model_calls")
+    run = models.ForeignKey(Run, on_delete=models.PROTECT, related_name="model_calls")
     round = models.PositiveSmallIntegerField()
     attempt = models.PositiveSmallIntegerField(default=1)
     provider = models.CharField(max_length=32)
@@ -264,7 +286,7 @@ class RunEvent(models.Model):
     """A progress event of a run, numbered so a client can follow the run live."""
 
     run = models.ForeignKey(
-        Run, on_delete=models.CASCADE, related_name="events", db_index=False
+        Run, on_delete=models.PROTECT, related_name="events", db_index=False
     )  # run_event_unique_seq
     seq = models.PositiveIntegerField()
     type = models.CharField(max_length=24, choices=RunEventType.choices)

@@ -16,11 +16,15 @@ from adstudio.db import column, columns, from_row, quote_name, release_connectio
 from conversations.models import Conversation, Message, ModelCall, Role, Run, RunEvent, RunStatus
 from conversations.run_wakeups import run_wakeups
 from drafts.models import Ad, Draft
+from workspaces.access import scoped
+from workspaces.models import Membership
+from workspaces.roles import Action, roles_allowed
 
 
 def runs_for(user) -> QuerySet[Run]:
-    runs = Run.objects.select_related("conversation")
-    return runs if user.is_staff else runs.filter(conversation__ad__owner=user)
+    """The runs of the ads ``user`` may see."""
+    runs = Run.objects.select_related("conversation", "conversation__ad")
+    return scoped(runs, user, workspace="conversation__ad__workspace")
 
 
 def runs_queued() -> tuple[int, datetime | None]:
@@ -33,8 +37,8 @@ def runs_queued() -> tuple[int, datetime | None]:
 
 
 def conversations_for(user) -> QuerySet[Conversation]:
-    conversations = Conversation.objects.select_related("ad")
-    return conversations if user.is_staff else conversations.filter(ad__owner=user)
+    """The conversations of the ads ``user`` may see."""
+    return scoped(Conversation.objects.select_related("ad"), user, workspace="ad__workspace")
 
 
 def run_drafts(*, run: Run) -> tuple[dict[str, str], list[dict[str, Any]]]:
@@ -120,35 +124,45 @@ def conversation_drafts(*, conversation: Conversation) -> dict[str, dict[str, An
 def conversation_latest(
     *, ad_id: uuid.UUID, conversations: QuerySet[Conversation] | None = None
 ) -> Conversation | None:
-    """The ad's latest conversation, from ``conversations`` (all by default)."""
+    """The ad's current conversation (its latest), from ``conversations`` (all by
+    default)."""
     conversations = Conversation.objects.all() if conversations is None else conversations
     return conversations.filter(ad_id=ad_id).order_by("-created_at").first()
 
 
-def conversation_latest_for(user, *, ad_id: uuid.UUID) -> Conversation | None:
-    """The ad's latest conversation with its ad, if ``user`` may see the ad (its owner, or
-    staff). Plain SQL: every chat message reads it, and compiling the queryset cost more
-    than running it (``benchmarks.chat_post``)."""
+def conversation_latest_for(user, *, ad_id: uuid.UUID) -> tuple[Conversation | None, str | None]:
+    """``(conversation, role)``: the ad's current conversation with its ad, and ``user``'s
+    role in the ad's workspace, if ``user`` may see the ad (a member, or a superuser);
+    ``(None, None)`` otherwise or when the ad has no conversation. Plain SQL, one
+    statement: every chat message reads it, and compiling the queryset cost more than
+    running it (``benchmarks.chat_post``)."""
     conversation_table = quote_name(Conversation._meta.db_table)
     ad_table = quote_name(Ad._meta.db_table)
-    sql = (
-        f"SELECT {columns(Conversation, 'c')}, {columns(Ad, 'a')} "
-        f"FROM {conversation_table} c JOIN {ad_table} a ON a.{column(Ad, 'id')} = "
-        f"c.{column(Conversation, 'ad')} WHERE c.{column(Conversation, 'ad')} = %s"
+    membership_table = quote_name(Membership._meta.db_table)
+    role = (
+        f"(SELECT m.{column(Membership, 'role')} FROM {membership_table} m "
+        f"WHERE m.{column(Membership, 'workspace')} = a.{column(Ad, 'workspace')} "
+        f"AND m.{column(Membership, 'user')} = %s)"
     )
-    params = [uuid_param(ad_id)]
-    if not user.is_staff:
-        sql += f" AND a.{column(Ad, 'owner')} = %s"
-        params.append(user.pk)
-    sql += f" ORDER BY c.{column(Conversation, 'created_at')} DESC LIMIT 1"
+    sql = (
+        f"SELECT {columns(Conversation, 'c')}, {columns(Ad, 'a')}, {role} "
+        f"FROM {conversation_table} c JOIN {ad_table} a ON a.{column(Ad, 'id')} = "
+        f"c.{column(Conversation, 'ad')} WHERE c.{column(Conversation, 'ad')} = %s "
+        f"AND c.{column(Conversation, 'superseded_at')} IS NULL"
+    )
+    params = [user.pk, uuid_param(ad_id)]
+    if not user.is_superuser:
+        readers = roles_allowed(Action.VIEW)
+        sql += f" AND {role} IN ({', '.join(['%s'] * len(readers))})"
+        params += [user.pk, *readers]
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         row = cursor.fetchone()
     if row is None:
-        return None
+        return None, None
     conversation, after = from_row(Conversation, row)
-    conversation.ad, _ = from_row(Ad, row, after)
-    return conversation
+    conversation.ad, after = from_row(Ad, row, after)
+    return conversation, row[after]
 
 
 def agent_stats(*, since: datetime, until: datetime) -> dict[str, Any]:

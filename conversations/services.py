@@ -24,13 +24,27 @@ from conversations.locks import run_lock
 from conversations.models import Conversation, Run, RunStatus, StopCause
 from conversations.prompts import brief_message
 from drafts.models import Ad
-from drafts.services import ad_create, ad_update
+from drafts.services import ad_create, ad_update, ad_writable
+from workspaces.models import Workspace
+from workspaces.roles import Action
+from workspaces.services import audit_record
 
 logger = logging.getLogger(__name__)
 
 
-def conversation_create(*, ad: Ad, provider: str | None = None) -> Conversation:
-    return Conversation.objects.create(ad=ad, provider=provider or "")
+def conversation_of(*, ad: Ad, provider: str | None = None) -> Conversation:
+    """The ad's conversation, started now if it has none. One per ad at a time, by the
+    constraint ``conversation_one_current_per_ad``: of parallel first messages, one
+    creates it and the others, refused by the constraint, read it, so every message lands
+    in one conversation, in order. A provider asked for explicitly becomes the
+    conversation's."""
+    conversation, created = Conversation.objects.get_or_create(
+        ad=ad, superseded_at=None, defaults={"provider": provider or ""}
+    )
+    if not created and provider and conversation.provider != provider:
+        conversation.provider = provider
+        conversation.save(update_fields=["provider", "updated_at"])
+    return conversation
 
 
 def start_generation(
@@ -43,9 +57,10 @@ def start_generation(
     idempotency_key: str = "",
     idempotency_fingerprint: str = "",
 ) -> Run:
-    """Queue the first turn of a conversation about ``ad``: the brief as its user message.
+    """Queue a turn with the brief as its user message: the first turn of the ad's
+    conversation, or the next one when it has one (``conversation_of``).
 
-    With ``conversation`` the brief is sent into that (existing) conversation instead.
+    With ``conversation`` the brief is sent into that (existing) conversation.
     An explicitly requested provider must be configured (``ProviderUnavailable``).
     """
     if provider:
@@ -54,7 +69,7 @@ def start_generation(
     # work, so an error rolls back the whole of it; alone, it is a transaction of its own.
     with transaction.atomic(savepoint=False):
         if conversation is None:
-            conversation = conversation_create(ad=ad, provider=provider)
+            conversation = conversation_of(ad=ad, provider=provider)
         return _run_create(
             conversation=conversation,
             text=brief_message(ad, request_text),
@@ -73,12 +88,17 @@ def generation_start(
     conversation: Conversation | None = None,
     idempotency_key: str = "",
     idempotency_fingerprint: str = "",
+    workspace: Workspace | None = None,
 ) -> Run:
     """Generate an ad from a brief, as the API's generate does: ``ad`` updated with the
-    brief fields given (a new ad of ``user``'s when None), then its generation queued, in
-    one transaction: the brief is saved with its run, or neither is."""
+    brief fields given (a new ad of ``user``'s in ``workspace`` when None), then its
+    generation queued, in one transaction: the brief is saved with its run, or neither
+    is. Whether ``user`` may is the caller's check (``workspaces.access``)."""
     with transaction.atomic():
-        target = ad_update(ad=ad, **brief) if ad else ad_create(owner=user, **brief)
+        if ad is not None:
+            target = ad_update(ad=ad, **brief)
+        else:
+            target = ad_create(owner=user, workspace=workspace, **brief)
         return start_generation(
             ad=target,
             provider=provider,
@@ -99,7 +119,9 @@ def chat_message_send(
     idempotency_fingerprint: str = "",
 ) -> Run:
     """A user's message about ``ad``: the next turn of ``conversation``, or the first turn
-    of a new one (the brief with the message) when the ad has none yet."""
+    of the ad's conversation (the brief with the message) when it has none yet. An
+    archived ad takes no message (``AdArchived``)."""
+    ad_writable(ad)
     if conversation is None:
         return start_generation(
             ad=ad,
@@ -199,6 +221,19 @@ def run_once_per_key(
             f"Idempotency-Key {idempotency_key!r} was already used for a different request."
         )
     return run, False
+
+
+def run_audited_as_superuser(*, user, run: Run, action: Action = Action.CHAT) -> None:
+    """Record a run a superuser started (or cancelled) where no role of theirs allowed
+    it: the audit log says who did it."""
+    audit_record(
+        workspace_id=run.conversation.ad.workspace_id,
+        user=user,
+        action=action,
+        target=run,
+        as_superuser=True,
+        ad=run.conversation.ad_id,
+    )
 
 
 def run_cancel(*, run: Run) -> Run:

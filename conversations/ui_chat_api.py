@@ -32,9 +32,16 @@ from adstudio.parsers import PayloadTooLarge, SafeJSONParser
 from conversations.events_api import sequence_param
 from conversations.models import Conversation, Run, RunEventType, RunStatus
 from conversations.selectors import conversation_latest, conversations_for, run_events_page
-from conversations.services import IdempotencyKeyReused, chat_message_send, run_once_per_key
+from conversations.services import (
+    IdempotencyKeyReused,
+    chat_message_send,
+    run_audited_as_superuser,
+    run_once_per_key,
+)
 from conversations.ui_stream import DONE, HEADERS, UIMessageStream, sse
 from drafts.selectors import ads_for
+from workspaces.access import require
+from workspaces.roles import Action
 
 # How long a stream stays open for a run that has not finished: as long as a run may take.
 _STREAM_SECONDS = settings.CELERY_TASK_TIME_LIMIT
@@ -92,11 +99,16 @@ def message_text(message: dict) -> str:
     return "\n".join(texts).strip()
 
 
-def _conversation(request: Request, ad_id, chat_id: str) -> tuple[object, Conversation | None]:
+def _conversation(
+    request: Request, ad_id, chat_id: str, *, current: bool = False
+) -> tuple[object, Conversation | None]:
     """The ad and the conversation a chat id names: the conversation of that id when it
-    is one of the ad's, otherwise the ad's latest (None: the ad has none yet)."""
+    is one of the ad's (its current one when ``current``: the one that takes messages),
+    otherwise the ad's current one (None: the ad has none yet)."""
     ad = get_object_or_404(ads_for(request.user), pk=ad_id)
     conversations = conversations_for(request.user).filter(ad=ad)
+    if current:
+        conversations = conversations.filter(superseded_at=None)
     try:
         named = conversations.filter(pk=uuid.UUID(chat_id)).first()
     except ValueError:
@@ -126,14 +138,15 @@ class UIChatView(APIView):
         values = data.validated_data
         last = values["messages"][-1]
         text = message_text(last)
-        ad, conversation = _conversation(request, ad_id, values["id"])
+        ad, conversation = _conversation(request, ad_id, values["id"], current=True)
+        as_superuser = require(request.user, ad.workspace_id, Action.CHAT)
         # The message's id makes the request idempotent: a retry streams the same run.
         key = ""
         if values["trigger"] == "submit-message" and isinstance(last.get("id"), str):
             key = f"ui-chat:{last['id']}"[:128]
         fingerprint = hashlib.sha256(text.encode()).hexdigest()
         try:
-            run, _created = run_once_per_key(
+            run, created = run_once_per_key(
                 requested_by=request.user,
                 idempotency_key=key,
                 fingerprint=fingerprint,
@@ -150,6 +163,8 @@ class UIChatView(APIView):
             raise ValidationError(
                 {"messages": "This message id was sent before with another text."}
             ) from None
+        if as_superuser and created:
+            run_audited_as_superuser(user=request.user, run=run)
         return ui_message_stream(run, after=0)
 
 

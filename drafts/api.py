@@ -1,17 +1,21 @@
 """REST endpoints for ads (with their brief), their drafts, the current state per kind,
-and activation. Every queryset is scoped to the requesting user (staff see all), so
-another user's object is a 404."""
+and activation. Every queryset is scoped to the workspaces the requesting user belongs to,
+so an object of another workspace is a 404; what their role there does not allow is a 403
+(``workspaces.roles``)."""
 
 from __future__ import annotations
 
 import re
+import uuid
 
 from django.db.models import QuerySet
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import (
     OpenApiParameter,
     PolymorphicProxySerializer,
     extend_schema,
     extend_schema_field,
+    extend_schema_view,
 )
 from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.decorators import action
@@ -22,8 +26,12 @@ from rest_framework.response import Response
 from drafts.models import ActivationSource, Ad, Draft, DraftKind, DraftStatus
 from drafts.payloads import MusicVersion, SfxVersion, VoiceVersion
 from drafts.selectors import ads_for, draft_state, drafts_for
-from drafts.services import ad_create, ad_update, draft_activate
+from drafts.services import ad_archive, ad_create, ad_move, ad_update, draft_activate
 from voices.languages import UnknownLanguage, normalise_language
+from workspaces.access import require
+from workspaces.roles import Action
+from workspaces.selectors import workspaces_for
+from workspaces.services import workspace_personal
 
 _FORMAT_SECONDS = re.compile(r"(\d{1,3})\s*(?:s\b|sec|second)", re.IGNORECASE)
 
@@ -82,14 +90,41 @@ class BriefOutputSerializer(serializers.Serializer):
     additionalContext = serializers.CharField(source="context")
 
 
+class AdCreateSerializer(BriefSerializer):
+    workspace = serializers.UUIDField(
+        required=False, help_text="The workspace to create it in; your personal one if absent."
+    )
+
+
+class AdMoveSerializer(serializers.Serializer):
+    workspace = serializers.UUIDField(help_text="A workspace you are an admin of.")
+
+
 class AdOutputSerializer(serializers.ModelSerializer):
     brief = BriefOutputSerializer(source="*")
+    workspaceId = serializers.UUIDField(source="workspace_id")
     createdAt = serializers.DateTimeField(source="created_at")
     updatedAt = serializers.DateTimeField(source="updated_at")
+    archivedAt = serializers.DateTimeField(
+        source="archived_at", allow_null=True, help_text="Set when archived: read-only."
+    )
 
     class Meta:
         model = Ad
-        fields = ["id", "title", "brief", "createdAt", "updatedAt"]
+        fields = ["id", "title", "workspaceId", "brief", "createdAt", "updatedAt", "archivedAt"]
+
+
+ARCHIVED_CHOICES = ("exclude", "include", "only")
+
+
+def workspace_for_writing(user, workspace_id, action: Action, field: str = "workspace"):
+    """The workspace ``workspace_id`` names for ``action`` (and whether only being a
+    superuser allows it): a 400 naming ``field`` unless ``user`` belongs to it, a 403
+    unless their role allows ``action``."""
+    workspace = workspaces_for(user).filter(pk=workspace_id).first()
+    if workspace is None:
+        raise ValidationError({field: f"You are not a member of a workspace {workspace_id}."})
+    return workspace, require(user, workspace.pk, action)
 
 
 @extend_schema_field(
@@ -166,8 +201,27 @@ class ActivationSerializer(serializers.Serializer):
     message = serializers.CharField()
 
 
+@extend_schema_view(
+    list=extend_schema(
+        parameters=[
+            OpenApiParameter("workspace", OpenApiTypes.UUID, description="Only this one's."),
+            OpenApiParameter(
+                "archived",
+                str,
+                enum=ARCHIVED_CHOICES,
+                description="Archived ads are left out (`exclude`, the default), listed "
+                "with the others (`include`) or alone (`only`).",
+            ),
+        ]
+    ),
+    destroy=extend_schema(
+        summary="Archive an ad",
+        description="Ads are archived, never deleted: the ad stays readable with its "
+        "drafts, conversation and runs, can no longer be changed, and is left out of lists.",
+    ),
+)
 class AdViewSet(viewsets.ModelViewSet):
-    """Ads of the requesting user, with their brief."""
+    """Ads of the workspaces the requesting user belongs to, with their brief."""
 
     serializer_class = AdOutputSerializer
     http_method_names = ["get", "post", "put", "patch", "delete", "head", "options"]
@@ -175,26 +229,72 @@ class AdViewSet(viewsets.ModelViewSet):
     def get_queryset(self) -> QuerySet[Ad]:
         if getattr(self, "swagger_fake_view", False):  # schema generation has no user
             return Ad.objects.none()
-        return ads_for(self.request.user).order_by("-created_at")
+        ads = ads_for(self.request.user).order_by("-created_at")
+        if self.action != "list":
+            return ads
+        params = self.request.query_params
+        archived = params.get("archived", "exclude")
+        if archived not in ARCHIVED_CHOICES:
+            raise ValidationError({"archived": f"Must be one of: {', '.join(ARCHIVED_CHOICES)}."})
+        if archived != "include":
+            ads = ads.filter(archived_at__isnull=archived == "exclude")
+        if params.get("workspace"):
+            try:
+                ads = ads.filter(workspace_id=uuid.UUID(params["workspace"]))
+            except ValueError:
+                raise ValidationError({"workspace": "Must be a workspace's id."}) from None
+        return ads
 
-    @extend_schema(request=BriefSerializer, responses={201: AdOutputSerializer})
+    @extend_schema(request=AdCreateSerializer, responses={201: AdOutputSerializer})
     def create(self, request: Request, *args, **kwargs) -> Response:
-        brief = BriefSerializer(data=request.data)
+        brief = AdCreateSerializer(data=request.data)
         brief.is_valid(raise_exception=True)
-        ad = ad_create(owner=request.user, **brief.validated_data)
+        fields = dict(brief.validated_data)
+        workspace_id = fields.pop("workspace", None)
+        if workspace_id is None:
+            workspace, as_superuser = workspace_personal(user=request.user), False
+        else:
+            workspace, as_superuser = workspace_for_writing(
+                request.user, workspace_id, Action.CREATE_AD
+            )
+        ad = ad_create(owner=request.user, workspace=workspace, as_superuser=as_superuser, **fields)
         return Response(AdOutputSerializer(ad).data, status=status.HTTP_201_CREATED)
 
     @extend_schema(request=BriefSerializer, responses=AdOutputSerializer)
     def update(self, request: Request, *args, **kwargs) -> Response:
         ad = self.get_object()
+        as_superuser = require(request.user, ad.workspace_id, Action.EDIT_AD)
         brief = BriefSerializer(data=request.data, partial=kwargs.get("partial", False))
         brief.is_valid(raise_exception=True)
-        ad = ad_update(ad=ad, **brief.validated_data)
+        ad = ad_update(ad=ad, by=request.user, as_superuser=as_superuser, **brief.validated_data)
         return Response(AdOutputSerializer(ad).data)
 
     @extend_schema(request=BriefSerializer, responses=AdOutputSerializer)
     def partial_update(self, request: Request, *args, **kwargs) -> Response:
         return self.update(request, *args, partial=True, **kwargs)
+
+    def destroy(self, request: Request, *args, **kwargs) -> Response:
+        ad = self.get_object()
+        as_superuser = require(request.user, ad.workspace_id, Action.ARCHIVE_AD)
+        ad_archive(ad=ad, by=request.user, as_superuser=as_superuser)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+    @extend_schema(request=AdMoveSerializer, responses=AdOutputSerializer)
+    @action(detail=True, methods=["post"])
+    def move(self, request: Request, pk=None) -> Response:
+        """Move the ad, with its drafts, conversation and runs, to another workspace: you
+        must be an admin of both."""
+        ad = self.get_object()
+        data = AdMoveSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        from_superuser = require(request.user, ad.workspace_id, Action.MOVE_AD)
+        workspace, to_superuser = workspace_for_writing(
+            request.user, data.validated_data["workspace"], Action.MOVE_AD
+        )
+        ad = ad_move(
+            ad=ad, workspace=workspace, by=request.user, as_superuser=from_superuser or to_superuser
+        )
+        return Response(AdOutputSerializer(ad).data)
 
     @extend_schema(
         parameters=[
@@ -238,8 +338,13 @@ class DraftViewSet(mixins.RetrieveModelMixin, viewsets.GenericViewSet):
         """Make this version live; the version active before and older drafts never
         activated are archived."""
         draft = self.get_object()
+        as_superuser = require(request.user, draft.ad.workspace_id, Action.ACTIVATE)
         result = draft_activate(
-            ad=draft.ad, draft_id=draft.pk, by=request.user, source=ActivationSource.API
+            ad=draft.ad,
+            draft_id=draft.pk,
+            by=request.user,
+            source=ActivationSource.API,
+            as_superuser=as_superuser,
         )
         return Response(
             {

@@ -12,11 +12,19 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
+from workspaces.models import Workspace
+
 
 class Ad(models.Model):
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    # The workspace owns the ad: its members' roles say who may read and change it.
+    workspace = models.ForeignKey(Workspace, on_delete=models.PROTECT, related_name="ads")
+    # Who created it. An ad is an audit record's anchor: deleting a user never takes it.
     owner = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="ads"
+        settings.AUTH_USER_MODEL,
+        on_delete=models.PROTECT,
+        related_name="ads",
+        help_text="Who created the ad.",
     )
     title = models.CharField(max_length=200)
     # The brief, one column per field so staff can filter and the API can validate each.
@@ -28,6 +36,9 @@ class Ad(models.Model):
     context = models.TextField(blank=True, help_text="Anything else the creative should know.")
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
+    # Ads are archived, never deleted: their drafts, activations and runs are the record
+    # of what went live and why. An archived ad is read-only and left out of lists.
+    archived_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-created_at"]
@@ -38,7 +49,10 @@ class Ad(models.Model):
             ),
             models.CheckConstraint(condition=~Q(language=""), name="ad_language_not_empty"),
         ]
-        indexes = [models.Index(fields=["owner", "-created_at"], name="ad_owner_recent")]
+        indexes = [
+            models.Index(fields=["owner", "-created_at"], name="ad_owner_recent"),
+            models.Index(fields=["workspace", "-created_at"], name="ad_workspace_recent"),
+        ]
 
     def __str__(self) -> str:
         return self.title
@@ -66,7 +80,7 @@ class Draft(models.Model):
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     # Indexed by the leading column of draft_unique_version_per_kind (and the FK needs no
     # index of its own, which would only cost writes).
-    ad = models.ForeignKey(Ad, on_delete=models.CASCADE, related_name="drafts", db_index=False)
+    ad = models.ForeignKey(Ad, on_delete=models.PROTECT, related_name="drafts", db_index=False)
     kind = models.CharField(max_length=8, choices=DraftKind.choices)
     version = models.PositiveIntegerField()
     status = models.CharField(max_length=8, choices=DraftStatus.choices, default=DraftStatus.DRAFT)
@@ -154,13 +168,14 @@ class Activation(models.Model):
     """One activation, as it happened: who made which version live, through what, and
     which version it replaced. Written by ``draft_activate`` with the change itself."""
 
-    ad = models.ForeignKey(Ad, on_delete=models.CASCADE, related_name="activations")
-    draft = models.ForeignKey(Draft, on_delete=models.CASCADE, related_name="activations")
+    # An activation is an audit record: nothing it points at can be deleted from under it.
+    ad = models.ForeignKey(Ad, on_delete=models.PROTECT, related_name="activations")
+    draft = models.ForeignKey(Draft, on_delete=models.PROTECT, related_name="activations")
     replaced = models.ForeignKey(
         Draft,
         null=True,
         blank=True,
-        on_delete=models.CASCADE,
+        on_delete=models.PROTECT,
         related_name="+",
         help_text="The version active before, archived by this activation.",
     )
@@ -175,6 +190,10 @@ class Activation(models.Model):
         related_name="draft_activations",
     )
     source = models.CharField(max_length=8, choices=ActivationSource.choices)
+    as_superuser = models.BooleanField(
+        default=False,
+        help_text="Done by a superuser whose role in the workspace does not allow it.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

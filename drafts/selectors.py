@@ -1,5 +1,5 @@
-"""Reads of ads and their drafts: what a user may see, and the latest and active version
-of each kind."""
+"""Reads of ads and their drafts: what a user may see (through their workspaces), and the
+latest and active version of each kind."""
 
 from __future__ import annotations
 
@@ -11,6 +11,8 @@ from django.db.models import Q, QuerySet
 
 from adstudio.db import quote_name
 from drafts.models import Ad, Draft, DraftKind, DraftStatus
+from workspaces.access import scoped
+from workspaces.roles import Action
 
 
 def draft_latest(*, ad: Ad, kind: DraftKind | str) -> Draft | None:
@@ -81,12 +83,12 @@ def drafts_archived_by_activating(draft: Draft) -> QuerySet[Draft]:
     )
 
 
-def ads_for(user) -> QuerySet[Ad]:
-    """The ads ``user`` may see: their own, or all of them for staff."""
-    ads = Ad.objects.all()
-    return ads if user.is_staff else ads.filter(owner=user)
+def ads_for(user, *, action: Action | str = Action.VIEW) -> QuerySet[Ad]:
+    """The ads in workspaces where ``user`` may take ``action`` (see them, by default),
+    archived ones included: lists leave those out themselves."""
+    return scoped(Ad.objects.all(), user, action=action)
 
 
 def drafts_for(user) -> QuerySet[Draft]:
-    drafts = Draft.objects.select_related("ad", "parent")
-    return drafts if user.is_staff else drafts.filter(ad__owner=user)
+    """The drafts of the ads ``user`` may see."""
+    return scoped(Draft.objects.select_related("ad", "parent"), user, workspace="ad__workspace")

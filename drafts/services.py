@@ -9,6 +9,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from adstudio.db import Batch, insert_rows
+from adstudio.refusals import StateConflict
 from adstudio.text import clip_words
 from drafts.locks import ad_lock
 from drafts.models import (
@@ -21,6 +22,9 @@ from drafts.models import (
 )
 from drafts.payloads import Version, kind_of, payload_of, summary_of
 from drafts.selectors import drafts_archived_by_activating
+from workspaces.models import Workspace
+from workspaces.roles import Action
+from workspaces.services import audit_record, workspace_personal
 
 
 class DraftNotInAd(Exception):
@@ -47,23 +51,114 @@ class ActivationResult:
 BRIEF_FIELDS = ("title", "client", "audience", "duration_s", "market", "language", "context")
 
 
-def ad_create(*, owner, **brief) -> Ad:
-    """A new ad from a brief (fields as in ``BRIEF_FIELDS``); the title defaults to the
-    client description."""
+class AdArchived(StateConflict):
+    """The ad is archived: it is read-only."""
+
+    code = "archived"
+
+    def __init__(self, ad: Ad) -> None:
+        super().__init__(f"Ad {ad.pk} is archived: it can be read, not changed.")
+
+
+def ad_writable(ad: Ad) -> Ad:
+    """``ad``, or ``AdArchived`` when it is archived: every change to an ad (its brief, its
+    drafts' activation, a message to its director) asks this first."""
+    if ad.archived_at is not None:
+        raise AdArchived(ad)
+    return ad
+
+
+def ad_create(
+    *, owner, workspace: Workspace | None = None, as_superuser: bool = False, **brief
+) -> Ad:
+    """A new ad from a brief (fields as in ``BRIEF_FIELDS``) in ``workspace`` (the owner's
+    personal one by default); the title defaults to the client description. Whether the
+    owner may create ads there is the caller's check (``workspaces.access``); one only a
+    superuser's rights allowed is recorded in the audit log."""
     fields = {k: v for k, v in brief.items() if k in BRIEF_FIELDS}
     fields.setdefault("title", "")
     if not fields["title"]:
         fields["title"] = fields.get("client", "")[:200] or "Untitled ad"
-    return Ad.objects.create(owner=owner, **fields)
+    if workspace is None:
+        workspace = workspace_personal(user=owner)
+    with transaction.atomic():
+        ad = Ad.objects.create(owner=owner, workspace=workspace, **fields)
+        if as_superuser:
+            audit_record(
+                workspace_id=workspace.pk,
+                user=owner,
+                action=Action.CREATE_AD,
+                target=ad,
+                as_superuser=True,
+            )
+    return ad
 
 
-def ad_update(*, ad: Ad, **brief) -> Ad:
-    """Change the brief fields given; the drafts written so far stay as they are."""
+def ad_archive(*, ad: Ad, by, as_superuser: bool = False) -> Ad:
+    """Archive ``ad`` (the API's DELETE): it stays, with everything it points at, read-only
+    and out of lists. Archiving an archived ad changes nothing."""
+    with transaction.atomic():
+        ad_lock(ad_id=ad.pk)
+        ad.refresh_from_db(fields=["archived_at"])
+        if ad.archived_at is None:
+            ad.archived_at = timezone.now()
+            ad.save(update_fields=["archived_at", "updated_at"])
+            audit_record(
+                workspace_id=ad.workspace_id,
+                user=by,
+                action=Action.ARCHIVE_AD,
+                target=ad,
+                as_superuser=as_superuser,
+            )
+    return ad
+
+
+def ad_move(*, ad: Ad, workspace: Workspace, by, as_superuser: bool = False) -> Ad:
+    """Move ``ad`` (with its drafts, conversation and runs) to ``workspace``; recorded in
+    both workspaces' audit logs."""
+    with transaction.atomic():
+        ad_lock(ad_id=ad.pk)
+        ad.refresh_from_db(fields=["workspace", "archived_at"])
+        ad_writable(ad)
+        source = ad.workspace_id
+        if source == workspace.pk:
+            return ad
+        ad.workspace = workspace
+        ad.save(update_fields=["workspace", "updated_at"])
+        for workspace_id, direction in ((source, "out"), (workspace.pk, "in")):
+            audit_record(
+                workspace_id=workspace_id,
+                user=by,
+                action=Action.MOVE_AD,
+                target=ad,
+                as_superuser=as_superuser,
+                direction=direction,
+                source=source,
+                destination=workspace.pk,
+            )
+    return ad
+
+
+def ad_update(*, ad: Ad, by=None, as_superuser: bool = False, **brief) -> Ad:
+    """Change the brief fields given; the drafts written so far stay as they are. A change
+    only a superuser's rights allowed is recorded in the audit log with it."""
+    ad_writable(ad)
     changed = [k for k, v in brief.items() if k in BRIEF_FIELDS and getattr(ad, k) != v]
+    if not changed:
+        return ad
     for key in changed:
         setattr(ad, key, brief[key])
-    if changed:
+    with transaction.atomic():
         ad.save(update_fields=[*changed, "updated_at"])
+        if as_superuser:
+            audit_record(
+                workspace_id=ad.workspace_id,
+                user=by,
+                action=Action.EDIT_AD,
+                target=ad,
+                as_superuser=True,
+                fields=",".join(changed),
+            )
     return ad
 
 
@@ -201,6 +296,7 @@ def draft_activate(
     draft_id: uuid.UUID,
     by=None,
     source: ActivationSource | str = ActivationSource.API,
+    as_superuser: bool = False,
 ) -> ActivationResult:
     """Make ``draft_id`` the live version of its kind for ``ad``, as ``by`` (a user) did it
     through ``source``.
@@ -209,11 +305,13 @@ def draft_activate(
     older version never activated (superseded before it went live), activate the chosen
     one, and record the activation. Newer drafts stay drafts, still to be reviewed.
     Activating the active version is a no-op, not recorded. A draft of another ad raises
-    ``DraftNotInAd`` and changes nothing. Who may activate is the caller's decision: the
-    API lets an ad's owner, the admin and the terminal ask for ``ACTIVATE_PERMISSION``.
+    ``DraftNotInAd`` and changes nothing, an archived ad ``AdArchived``. Who may activate
+    is the caller's decision, made by the role table (``workspaces.access``).
     """
     with transaction.atomic():
         ad_lock(ad_id=ad.pk)
+        ad.refresh_from_db(fields=["archived_at"])
+        ad_writable(ad)
         draft = Draft.objects.filter(pk=draft_id, ad_id=ad.pk).first()
         if draft is None:
             raise DraftNotInAd(f"Draft {draft_id} does not belong to ad {ad.pk}.")
@@ -236,5 +334,6 @@ def draft_activate(
             archived_versions=[old.version for old in archived],
             user=by if by is not None and by.is_authenticated else None,
             source=source,
+            as_superuser=as_superuser,
         )
         return ActivationResult(draft=draft, archived=archived, changed=True, replaced=replaced)

@@ -158,6 +158,8 @@ def make_ad(user):
     from drafts.models import Ad
 
     def make(**overrides) -> Ad:
+        from workspaces.services import workspace_personal
+
         fields = {
             "owner": user,
             "title": "Spotify Premium family plan",
@@ -168,6 +170,7 @@ def make_ad(user):
             "language": "th",
         }
         fields.update(overrides)
+        fields.setdefault("workspace", workspace_personal(user=fields["owner"]))
         return Ad.objects.create(**fields)
 
     return make

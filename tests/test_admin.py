@@ -187,7 +187,7 @@ def test_draft_payload_cannot_be_edited_in_admin(client, staff_user, ad):
     assert draft.status == DraftStatus.DRAFT
 
 
-def test_requeue_action_requeues_failed_runs_only(client, staff_user, ad, settings):
+def test_requeue_action_requeues_failed_runs_only(client, staff_user, ad, make_ad, settings):
     from django.utils import timezone
 
     from conversations.models import Conversation, Run
@@ -202,7 +202,7 @@ def test_requeue_action_requeues_failed_runs_only(client, staff_user, ad, settin
         prompt_tokens=100,
     )
     done = Run.objects.create(
-        conversation=Conversation.objects.create(ad=ad),
+        conversation=Conversation.objects.create(ad=make_ad(title="Done")),
         input_text="y",
         status="succeeded",
         finished_at=timezone.now(),

@@ -116,7 +116,8 @@ _SEARCH_PARAMETERS = [
     ),
     retrieve=extend_schema(
         summary="One voice",
-        description="Approved, active voices for everybody; any voice for staff.",
+        description="Approved, active voices for everybody; any voice for catalogue "
+        "managers (the permission to change voices).",
     ),
 )
 class VoiceViewSet(viewsets.ReadOnlyModelViewSet):
@@ -127,7 +128,8 @@ class VoiceViewSet(viewsets.ReadOnlyModelViewSet):
 
     def get_queryset(self):
         queryset = super().get_queryset()
-        if not self.request.user.is_staff:
+        # Those who curate the catalogue see every voice; being staff is not enough.
+        if not self.request.user.has_perm("voices.change_voice"):
             queryset = queryset.filter(approved=True, active=True)
         return queryset
 

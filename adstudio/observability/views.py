@@ -36,11 +36,15 @@ def _refusal(request: HttpRequest) -> HttpResponse | None:
     user = request.user
     if not user.is_authenticated:
         return _unauthorized(
-            "Sign in to the admin as staff, or send Authorization: Bearer "
-            "<ADSTUDIO_METRICS_TOKEN>.\n"
+            "Sign in to the admin, or send Authorization: Bearer <ADSTUDIO_METRICS_TOKEN>.\n"
         )
-    if not user.is_staff:
-        return HttpResponse("Staff only.\n", status=403, content_type="text/plain; charset=utf-8")
+    # The figures span every workspace: the statistics' permission, not being staff.
+    if not user.has_perm("conversations.view_agent_stats"):
+        return HttpResponse(
+            "Needs the permission conversations.view_agent_stats.\n",
+            status=403,
+            content_type="text/plain; charset=utf-8",
+        )
     return None
 
 

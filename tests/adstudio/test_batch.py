@@ -17,6 +17,7 @@ from django.utils import timezone
 from adstudio.db import Add, Batch, WriteConflict, _as_text, _insert_template, _text_columns
 from conversations.models import Conversation, Message, ModelCall, Role, Run, RunEvent, RunStatus
 from drafts.models import Ad, Draft
+from drafts.services import ad_create
 
 pytestmark = pytest.mark.django_db
 
@@ -24,7 +25,7 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture
 def run() -> Run:
     owner = User.objects.create_user("batch-owner")
-    ad = Ad.objects.create(owner=owner, title="t", client="c", language="en", duration_s=30)
+    ad = ad_create(owner=owner, title="t", client="c", language="en", duration_s=30)
     return Run.objects.create(conversation=Conversation.objects.create(ad=ad), input_text="hi")
 
 

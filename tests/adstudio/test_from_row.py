@@ -10,14 +10,14 @@ from django.db import connection
 
 from adstudio.db import columns, from_row
 from conversations.models import Conversation, Run, RunEvent
-from drafts.models import Ad
+from drafts.services import ad_create
 
 pytestmark = pytest.mark.django_db
 
 
 def test_rows_of_two_models_read_back_equal_to_the_orms_instances():
     owner = User.objects.create_user("rows-owner")
-    ad = Ad.objects.create(owner=owner, title="t", client="c", language="th", duration_s=30)
+    ad = ad_create(owner=owner, title="t", client="c", language="th", duration_s=30)
     conversation = Conversation.objects.create(ad=ad, summary="so far")
     Run.objects.create(
         conversation=conversation,
@@ -54,7 +54,7 @@ def test_rows_of_two_models_read_back_equal_to_the_orms_instances():
 
 def test_json_values_are_decoded_as_the_orm_decodes_them():
     owner = User.objects.create_user("rows-json")
-    ad = Ad.objects.create(owner=owner, title="t", client="c", language="en", duration_s=30)
+    ad = ad_create(owner=owner, title="t", client="c", language="en", duration_s=30)
     run = Run.objects.create(conversation=Conversation.objects.create(ad=ad), input_text="hi")
     event = RunEvent.objects.create(run=run, seq=1, type="text", data={"text": "ก", "n": [1, 2]})
     with connection.cursor() as cursor:

@@ -44,10 +44,10 @@ def test_readyz_names_a_migration_the_database_lacks(client):
         cursor.execute(
             "DELETE FROM django_migrations WHERE app = 'drafts' AND name = %s "
             "RETURNING app, name, applied",
-            ["0006_reviewers_group"],
+            ["0007_workspaces_archive_and_protected_records"],
         )
         removed = cursor.fetchall()
-    assert removed, "the test expects drafts.0006_reviewers_group to be the latest migration"
+    assert removed, "the test expects drafts.0007 to be the latest migration"
     try:
         response = client.get("/readyz")
     finally:
@@ -58,7 +58,9 @@ def test_readyz_names_a_migration_the_database_lacks(client):
 
     assert response.status_code == 503
     assert response.json()["checks"] == {
-        "database": "1 migration(s) not applied: drafts.0006_reviewers_group",
+        "database": (
+            "1 migration(s) not applied: drafts.0007_workspaces_archive_and_protected_records"
+        ),
         "broker": "ok",
     }
 

@@ -120,10 +120,11 @@ def test_the_conversation_reads_as_a_transcript(admin_client, conversation):
     assert "<script>alert(1)" not in html
 
 
-def test_a_long_conversation_is_paginated_in_a_fixed_number_of_queries(admin_client, ad):
+def test_a_long_conversation_is_paginated_in_a_fixed_number_of_queries(admin_client, make_ad):
     def make(n: int) -> Conversation:
-        """Turns of four: user, assistant calling a tool, the tool's result, answer."""
-        conversation = Conversation.objects.create(ad=ad)
+        """Turns of four: user, assistant calling a tool, the tool's result, answer; each
+        conversation of an ad of its own."""
+        conversation = Conversation.objects.create(ad=make_ad(title=f"{n} messages"))
         run = Run.objects.create(conversation=conversation, input_text="x")
         call = {"id": "c", "name": "search_voices", "arguments": {}, "raw_arguments": "{}"}
         shapes = [
@@ -219,8 +220,10 @@ def test_the_history_cannot_be_edited_added_or_deleted(admin_client, conversatio
     assert type(obj).objects.filter(pk=obj.pk).exists()
 
 
-def test_the_conversation_list_shows_what_runs_used_and_finds_by_id(admin_client, conversation, ad):
-    other = Conversation.objects.create(ad=ad)
+def test_the_conversation_list_shows_what_runs_used_and_finds_by_id(
+    admin_client, conversation, make_ad
+):
+    other = Conversation.objects.create(ad=make_ad(title="Another ad"))
     url = reverse("admin:conversations_conversation_changelist")
 
     listing = text_of(admin_client.get(url).content.decode())

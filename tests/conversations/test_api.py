@@ -8,6 +8,7 @@ import uuid
 from decimal import Decimal
 
 import pytest
+from django.utils import timezone
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
@@ -283,9 +284,10 @@ def test_a_chat_message_is_stored_by_one_insert_before_its_task_is_sent(api, ad,
     assert len(statements) == 3, statements
 
 
-def test_a_chat_message_goes_to_the_conversation_it_names(api, ad, make_ad, user):
-    # given an ad with an older and a newer conversation, and another ad of the same user
-    older = Conversation.objects.create(ad=ad)
+def test_a_chat_message_goes_to_the_ads_current_conversation(api, ad, make_ad, user):
+    # given an ad with a superseded and a current conversation, and another ad of the
+    # same user
+    older = Conversation.objects.create(ad=ad, superseded_at=timezone.now())
     newer = Conversation.objects.create(ad=ad)
     elsewhere = Conversation.objects.create(ad=make_ad(owner=user))
 
@@ -295,13 +297,13 @@ def test_a_chat_message_goes_to_the_conversation_it_names(api, ad, make_ad, user
         )
         return api.post(f"/api/ads/{ad.pk}/chat", body, format="json")
 
-    # then a message naming no conversation goes to the newest, one naming a conversation
-    # of the ad goes there, and one naming another ad's conversation is 404
+    # then a message naming no conversation, or the current one, goes to the current one;
+    # one naming the superseded conversation or another ad's conversation is 404
     assert post().json()["conversationId"] == str(newer.pk)
     assert post(newer.pk).json()["conversationId"] == str(newer.pk)
-    assert post(older.pk).json()["conversationId"] == str(older.pk)
+    assert post(older.pk).status_code == 404
     assert post(elsewhere.pk).status_code == 404
-    assert Run.objects.filter(conversation=elsewhere).count() == 0
+    assert Run.objects.filter(conversation__in=[older, elsewhere]).count() == 0
 
 
 def test_other_users_objects_are_404(api, other_user, make_ad):

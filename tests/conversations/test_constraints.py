@@ -27,13 +27,13 @@ def _refused(constraint: str, make) -> None:
     assert constraint in str(excinfo.value)
 
 
-def test_message_seq_is_unique_per_conversation(conversation, ad):
+def test_message_seq_is_unique_per_conversation(conversation, make_ad):
     Message.objects.create(conversation=conversation, seq=1, role="user", text="hi")
     _refused(
         "message_unique_seq",
         lambda: Message.objects.create(conversation=conversation, seq=1, role="user", text="x"),
     )
-    other = Conversation.objects.create(ad=ad)
+    other = Conversation.objects.create(ad=make_ad(title="Another ad"))
     Message.objects.create(conversation=other, seq=1, role="user", text="hi")
 
 

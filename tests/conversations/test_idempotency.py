@@ -88,8 +88,11 @@ def test_the_migration_keeps_a_duplicated_key_on_the_first_run_only(user, ad):
     executor = MigrationExecutor(connection)
     executor.migrate(before)
     try:
-        old_run = executor.loader.project_state(before).apps.get_model("conversations", "Run")
-        conversation = Conversation.objects.create(ad=ad)
+        old_apps = executor.loader.project_state(before).apps
+        old_run = old_apps.get_model("conversations", "Run")
+        conversation = old_apps.get_model("conversations", "Conversation").objects.create(
+            ad_id=ad.pk
+        )
         first, second, third, other = (
             old_run.objects.create(
                 conversation_id=conversation.pk, requested_by_id=user.pk, idempotency_key=key

@@ -303,7 +303,7 @@ def test_a_reply_cut_short_runs_none_of_its_calls_even_when_requeued(
     assert ModelCall.objects.filter(run=run).count() == 2
 
 
-def test_a_failed_run_is_not_requeued_behind_a_later_turn(en_ad):
+def test_a_failed_run_is_not_requeued_behind_a_later_turn(en_ad, make_ad):
     from conversations.models import Conversation, RunStatus
     from conversations.services import run_requeue
 
@@ -315,7 +315,7 @@ def test_a_failed_run_is_not_requeued_behind_a_later_turn(en_ad):
         finished_at=timezone.now(),
     )
     alone = Run.objects.create(
-        conversation=Conversation.objects.create(ad=en_ad),
+        conversation=Conversation.objects.create(ad=make_ad(language="en", title="Elsewhere")),
         input_text="elsewhere",
         status=RunStatus.FAILED,
         finished_at=timezone.now(),

@@ -85,8 +85,8 @@ def test_a_long_poll_returns_when_the_runs_next_event_is_committed(queued_run, l
     assert elapsed < 10
 
 
-def test_a_runs_events_wake_only_the_threads_waiting_on_that_run(queued_run, ad, listening):
-    other = Run.objects.create(conversation=Conversation.objects.create(ad=ad), input_text="x")
+def test_a_runs_events_wake_only_the_threads_waiting_on_that_run(queued_run, listening):
+    other = Run.objects.create(conversation=queued_run.conversation, input_text="x")
     with run_wakeups.waiter(queued_run.pk) as mine, run_wakeups.waiter(other.pk) as theirs:
         # when the other run's event is committed
         later(0, lambda: RunEvent.objects.create(run=other, seq=1, type=RunEventType.TEXT)).join()
@@ -201,14 +201,18 @@ def test_a_finished_run_with_no_new_events_returns_at_once(queued_run):
     assert time.monotonic() - started < 5
 
 
-def test_the_latest_conversation_of_an_ad_is_its_owners_or_staffs(ad, user, other_user, staff_user):
-    older = Conversation.objects.create(ad=ad)
+def test_the_current_conversation_of_an_ad_is_for_its_workspaces_members_or_a_superuser(
+    ad, user, other_user, staff_user, django_user_model
+):
+    older = Conversation.objects.create(ad=ad, superseded_at=timezone.now())
     newer = Conversation.objects.create(ad=ad)
     Conversation.objects.filter(pk=older.pk).update(created_at=newer.created_at.replace(year=2020))
-    for reader in (user, staff_user):
+    staff = django_user_model.objects.create_user(username="sam", is_staff=True)
+    for reader, role in ((user, "admin"), (staff_user, None)):  # staff_user: a superuser
         with CaptureQueriesContext(connection) as queries:
-            latest = selectors.conversation_latest_for(reader, ad_id=ad.pk)
-            assert latest.pk == newer.pk
+            latest, their_role = selectors.conversation_latest_for(reader, ad_id=ad.pk)
+            assert (latest.pk, their_role) == (newer.pk, role)
             assert latest.ad.pk == ad.pk and latest.ad.owner_id == user.pk
-        assert len(queries) == 1  # the ad comes with it
-    assert selectors.conversation_latest_for(other_user, ad_id=ad.pk) is None
+        assert len(queries) == 1  # the ad and the reader's role come with it
+    for outsider in (other_user, staff):
+        assert selectors.conversation_latest_for(outsider, ad_id=ad.pk) == (None, None)

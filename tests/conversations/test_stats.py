@@ -48,15 +48,17 @@ def _calls(run, seq, *calls: tuple[str, dict, bool]) -> None:
         )
 
 
-def test_stats_per_provider_and_tool_over_the_period(ad):
-    session, other_session, kimi_session = (Conversation.objects.create(ad=ad) for _ in range(3))
+def test_stats_per_provider_and_tool_over_the_period(make_ad):
+    session, other_session, kimi_session = (
+        Conversation.objects.create(ad=make_ad(title=f"Ad {n}")) for n in range(3)
+    )
     first = _run(session, "openai", "succeeded", cost="0.010", prompt_tokens=1000, rounds=3)
     _run(session, "openai", "failed", cost="0.002", prompt_tokens=200, rounds=1)
     _run(other_session, "openai", "succeeded", cost="0.004", prompt_tokens=600, rounds=2)
     kimi = _run(kimi_session, "kimi", "succeeded", cost="0.001")
     _calls(first, 1, ("a", {"repaired": True}, False), ("b", {}, True))
     _calls(kimi, 1, ("c", {"parse_error": "not JSON"}, True))
-    old = _run(Conversation.objects.create(ad=ad), "openai", "failed", cost="9")
+    old = _run(Conversation.objects.create(ad=make_ad(title="Old")), "openai", "failed", cost="9")
     _calls(old, 1, ("d", {"repaired": True}, True))
     Run.objects.filter(pk=old.pk).update(created_at=timezone.now() - timedelta(days=3))
 

@@ -26,7 +26,7 @@ from rest_framework.test import APIClient
 
 from conversations.leases import ENQUEUE_FAILED, runs_recover
 from conversations.models import Conversation, Message, ModelCall, Run, RunEvent
-from conversations.services import conversation_create, send_message, start_generation
+from conversations.services import conversation_of, send_message, start_generation
 from conversations.tasks import recover_runs
 from drafts.models import Draft
 from tests.fakes.server import Turn, call, turn
@@ -177,7 +177,7 @@ def test_killed_while_writing_the_draft_and_its_tool_message(worker, fake_openai
         turn(tool_calls=[call("create_music_draft", {"prompt": "warm acoustic pop"})], delay=1.0),
         turn("Music v1 is ready."),
     )
-    conversation = conversation_create(ad=ad)
+    conversation = conversation_of(ad=ad)
     run = start_generation(ad=ad, conversation=conversation)
     fake_openai.wait_for_requests(1)  # the first model request
 
@@ -242,7 +242,7 @@ def test_a_connection_lost_in_the_middle_of_a_step_resumes_the_run(worker, fake_
         turn(tool_calls=[call("create_music_draft", {"prompt": "warm acoustic pop"})]),
         turn("Music v1 is ready."),
     )
-    conversation = conversation_create(ad=ad)
+    conversation = conversation_of(ad=ad)
     run = start_generation(ad=ad, conversation=conversation)
 
     with lock_holder() as holder:
@@ -351,7 +351,7 @@ class TestBrokerRestart:
         api = APIClient()
         api.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=user).key}")
         first_ad, second_ad = make_ad(language="en"), make_ad(language="en", title="second")
-        first, second = conversation_create(ad=first_ad), conversation_create(ad=second_ad)
+        first, second = conversation_of(ad=first_ad), conversation_of(ad=second_ad)
 
         def chat(conversation: Conversation, text: str) -> Run:
             response = api.post(

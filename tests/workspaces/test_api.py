@@ -1,0 +1,161 @@
+"""Workspaces over the API: teams that share ads, members managed by admins, ads archived
+rather than deleted, and superusers' writes on the record."""
+
+from __future__ import annotations
+
+import pytest
+from rest_framework.test import APIClient
+
+from conversations.models import Conversation, Run
+from drafts.models import Activation, Ad, Draft
+from drafts.services import draft_activate, draft_create
+from tests.support.versions import music
+from workspaces.models import AuditEntry, Membership, Workspace
+from workspaces.roles import Role
+from workspaces.services import workspace_create, workspace_personal
+
+pytestmark = pytest.mark.django_db
+
+BRIEF = {"clientDescription": "Spotify Premium family plan", "language": "th"}
+
+
+def api_for(user) -> APIClient:
+    client = APIClient()
+    client.force_authenticate(user)
+    return client
+
+
+@pytest.fixture
+def team(user, other_user) -> Workspace:
+    """alice's team, where bob is an editor."""
+    workspace = workspace_create(name="Agency / Spotify", by=user)
+    Membership.objects.create(workspace=workspace, user=other_user, role=Role.EDITOR)
+    return workspace
+
+
+def test_a_new_user_gets_a_personal_workspace_on_first_use(user):
+    response = api_for(user).post("/api/ads/", BRIEF, format="json")
+
+    assert response.status_code == 201, response.json()
+    personal = Workspace.objects.get(personal_for=user)
+    assert response.json()["workspaceId"] == str(personal.pk)
+    assert Membership.objects.get(workspace=personal).role == Role.ADMIN
+    workspaces = api_for(user).get("/api/workspaces/").json()["results"]
+    assert [(w["name"], w["personal"], w["myRole"]) for w in workspaces] == [
+        ("alice's workspace", True, "admin")
+    ]
+
+
+def test_a_colleague_sees_and_works_on_the_teams_ads(user, other_user, team):
+    created = (
+        api_for(user).post("/api/ads/", {**BRIEF, "workspace": str(team.pk)}, format="json").json()
+    )
+
+    bob = api_for(other_user)
+    listed = bob.get(f"/api/ads/?workspace={team.pk}").json()["results"]
+    assert [ad["id"] for ad in listed] == [created["id"]]
+    patched = bob.patch(f"/api/ads/{created['id']}/", {"title": "Family plan"}, format="json")
+    assert patched.status_code == 200 and patched.json()["title"] == "Family plan"
+    chat = bob.post(f"/api/ads/{created['id']}/chat", {"message": "Make it upbeat"}, format="json")
+    assert chat.status_code in (200, 202), chat.json()
+    assert Run.objects.get().requested_by == other_user
+
+
+def test_members_are_managed_by_admins_and_the_last_admin_stays(
+    user, other_user, team, django_user_model
+):
+    carol = django_user_model.objects.create_user(username="carol")
+    alice, bob = api_for(user), api_for(other_user)
+    members = f"/api/workspaces/{team.pk}/members/"
+
+    assert bob.get(members).status_code == 403  # an editor manages nobody
+    added = alice.post(members, {"username": "carol", "role": "viewer"}, format="json")
+    assert added.status_code == 201, added.json()
+    again = alice.post(members, {"username": "carol", "role": "editor"}, format="json")
+    assert again.status_code == 400 and "member already" in again.json()["error"]["message"]
+    unknown = alice.post(members, {"username": "nobody", "role": "viewer"}, format="json")
+    assert unknown.json()["error"]["fields"] == {"username": ["No active user is called 'nobody'."]}
+
+    demoted = alice.patch(f"{members}{user.pk}/", {"role": "editor"}, format="json")
+    assert demoted.status_code == 409
+    assert demoted.json()["error"]["code"] == "last_admin"
+    assert alice.delete(f"{members}{user.pk}/").status_code == 409
+    assert Membership.objects.get(workspace=team, user=user).role == Role.ADMIN
+
+    assert alice.patch(f"{members}{carol.pk}/", {"role": "admin"}, format="json").status_code == 200
+    assert alice.delete(f"{members}{user.pk}/").status_code == 204
+    assert set(Membership.objects.filter(workspace=team).values_list("user__username", "role")) == {
+        ("bob", "editor"),
+        ("carol", "admin"),
+    }
+    changes = list(AuditEntry.objects.filter(workspace=team).values_list("detail", flat=True))
+    assert [change["change"] for change in reversed(changes)] == ["added", "role", "removed"]
+
+
+def test_deleting_an_ad_archives_it_and_keeps_its_records(user, make_ad):
+    ad = make_ad()
+    draft, _ = draft_create(ad=ad, version=music("warm pop"))
+    draft_activate(ad=ad, draft_id=draft.pk, by=user)
+    Run.objects.create(conversation=Conversation.objects.create(ad=ad), input_text="hi")
+    alice = api_for(user)
+
+    assert alice.delete(f"/api/ads/{ad.pk}/").status_code == 204
+
+    ad.refresh_from_db()
+    assert ad.archived_at is not None
+    assert (Draft.objects.count(), Activation.objects.count(), Run.objects.count()) == (1, 1, 1)
+    assert alice.get("/api/ads/").json()["count"] == 0
+    assert [a["id"] for a in alice.get("/api/ads/?archived=only").json()["results"]] == [str(ad.pk)]
+    assert alice.get(f"/api/ads/{ad.pk}/").json()["archivedAt"] is not None
+    for refused in (
+        alice.patch(f"/api/ads/{ad.pk}/", {"title": "x"}, format="json"),
+        alice.post(f"/api/ads/{ad.pk}/chat", {"message": "again"}, format="json"),
+        alice.post(f"/api/drafts/{draft.pk}/activate"),
+    ):
+        assert refused.status_code == 409, refused.json()
+        assert refused.json()["error"]["code"] == "archived"
+    assert Run.objects.count() == 1 and Ad.objects.get().title == ad.title
+    assert AuditEntry.objects.get().action == "archive_ad"
+
+
+def test_an_ad_moves_between_workspaces_its_user_administers(user, other_user, team, make_ad):
+    ad = make_ad()
+    alice = api_for(user)
+
+    moved = alice.post(f"/api/ads/{ad.pk}/move/", {"workspace": str(team.pk)}, format="json")
+
+    assert moved.status_code == 200, moved.json()
+    assert Ad.objects.get().workspace == team
+    assert api_for(other_user).get(f"/api/ads/{ad.pk}/").status_code == 200
+    bobs_own = workspace_personal(user=other_user)
+    refused = api_for(other_user).post(
+        f"/api/ads/{ad.pk}/move/", {"workspace": str(bobs_own.pk)}, format="json"
+    )
+    assert refused.status_code == 403  # an editor of the team moves nothing out of it
+    elsewhere = alice.post(
+        f"/api/ads/{ad.pk}/move/", {"workspace": str(bobs_own.pk)}, format="json"
+    )
+    assert elsewhere.status_code == 400  # not a workspace of alice's
+    assert Ad.objects.get().workspace == team
+
+
+def test_a_superusers_write_outside_their_workspaces_is_on_the_record(user, staff_user, make_ad):
+    ad = make_ad()
+    draft, _ = draft_create(ad=ad, version=music("warm pop"))
+    root = api_for(staff_user)  # a superuser, and no member of alice's workspace
+
+    assert root.patch(f"/api/ads/{ad.pk}/", {"title": "Fixed"}, format="json").status_code == 200
+    assert root.post(f"/api/drafts/{draft.pk}/activate").status_code == 200
+
+    created = root.post("/api/ads/", {**BRIEF, "workspace": str(ad.workspace_id)}, format="json")
+    assert created.status_code == 201, created.json()
+
+    audit = AuditEntry.objects.order_by("created_at", "id")
+    assert [(a.user, a.action, a.as_superuser, a.workspace_id) for a in audit] == [
+        (staff_user, "edit_ad", True, ad.workspace_id),
+        (staff_user, "create_ad", True, ad.workspace_id),
+    ]
+    activation = Activation.objects.get()
+    assert (activation.user, activation.as_superuser) == (staff_user, True)
+    draft_activate(ad=ad, draft_id=draft_create(ad=ad, version=music("x"))[0].pk, by=user)
+    assert not Activation.objects.filter(user=user).get().as_superuser
