@@ -9,6 +9,7 @@ from datetime import timedelta
 
 from django.contrib import admin, messages
 from django.contrib.admin.utils import unquote
+from django.core.exceptions import PermissionDenied
 from django.db.models import Count, DurationField, ExpressionWrapper, F, OuterRef, Subquery
 from django.db.models.functions import Coalesce
 from django.template.defaultfilters import truncatechars
@@ -21,10 +22,19 @@ from django.utils.html import format_html
 from adstudio.admin_json import pretty_json
 from adstudio.admin_readonly import ReadOnlyAdminMixin
 from adstudio.admin_search import SearchByIdMixin
-from conversations.models import Conversation, ModelCall, Run, RunEvent
+from conversations.models import (
+    REQUEUE_PERMISSION,
+    STATS_PERMISSION,
+    Conversation,
+    ModelCall,
+    Run,
+    RunEvent,
+)
 from conversations.selectors import agent_stats
 from conversations.services import run_requeue
 from conversations.transcript import conversation_transcript, run_transcript
+from workspaces.admin import WorkspaceScopedAdminMixin
+from workspaces.roles import Action
 
 # --- Cells of the lists: short, so that a list fits a 1,366 px screen -------------------
 
@@ -122,9 +132,13 @@ def _latest_run():
 
 
 @admin.register(Conversation)
-class ConversationAdmin(ReadOnlyAdminMixin, SearchByIdMixin, admin.ModelAdmin):
+class ConversationAdmin(
+    WorkspaceScopedAdminMixin, ReadOnlyAdminMixin, SearchByIdMixin, admin.ModelAdmin
+):
     """Read-only: conversations are started through the API or the chat command, and are
     the record of what the agent did."""
+
+    workspace_lookup = "ad__workspace"
 
     list_display = ["short_id", "ad_title", "used", "runs_count", "tokens", "cost_usd", "created"]
     list_display_links = ["short_id"]
@@ -212,7 +226,7 @@ class ConversationAdmin(ReadOnlyAdminMixin, SearchByIdMixin, admin.ModelAdmin):
 
 
 @admin.register(Run)
-class RunAdmin(ReadOnlyAdminMixin, SearchByIdMixin, admin.ModelAdmin):
+class RunAdmin(WorkspaceScopedAdminMixin, ReadOnlyAdminMixin, SearchByIdMixin, admin.ModelAdmin):
     """Read-only: runs are the execution log, started by the API, never typed in, edited or
     deleted (not even by a superuser; their events and model calls would go with them)."""
 
@@ -258,6 +272,7 @@ class RunAdmin(ReadOnlyAdminMixin, SearchByIdMixin, admin.ModelAdmin):
     readonly_fields = [f.name for f in Run._meta.concrete_fields]
     inlines = [ModelCallInline, RunEventInline]
     actions = ["requeue"]
+    workspace_lookup = "conversation__ad__workspace"
     change_list_template = "admin/conversations/run/change_list.html"
     change_form_template = "admin/conversations/run/change_form.html"
 
@@ -326,11 +341,25 @@ class RunAdmin(ReadOnlyAdminMixin, SearchByIdMixin, admin.ModelAdmin):
     def created(self, run: Run):
         return _when(run.created_at)
 
-    @admin.action(description="Requeue selected failed or stuck runs")
+    def has_requeue_permission(self, request) -> bool:
+        """Requeueing calls the provider again: its own permission (Reviewers lack it)."""
+        return request.user.has_perm(REQUEUE_PERMISSION)
+
+    @admin.action(description="Requeue selected failed or stuck runs", permissions=["requeue"])
     def requeue(self, request, queryset):
-        requeued, skipped = [], []
-        for run in queryset.order_by("created_at"):
+        requeued, skipped, refused = [], [], []
+        for run in queryset.select_related("conversation__ad").order_by("created_at"):
+            if not self.role_allows(request, run, Action.CHAT):
+                refused.append(str(run.pk)[:8])
+                continue
             (requeued if run_requeue(run=run) else skipped).append(str(run.pk)[:8])
+        if refused:
+            self.message_user(
+                request,
+                f"Not requeued (your role in their workspace does not allow running the "
+                f"director): {', '.join(refused)}.",
+                messages.WARNING,
+            )
         if requeued:
             self.message_user(request, f"Requeued {len(requeued)} run(s).", messages.SUCCESS)
         if skipped:
@@ -346,7 +375,10 @@ class RunAdmin(ReadOnlyAdminMixin, SearchByIdMixin, admin.ModelAdmin):
         return [stats, *super().get_urls()]
 
     def stats_view(self, request):
-        """The agent's health per provider and tool: the figures of GET /api/stats/."""
+        """The agent's health per provider and tool: the figures of GET /api/stats/, for
+        those with the permission (they span every workspace)."""
+        if not request.user.has_perm(STATS_PERMISSION):
+            raise PermissionDenied
         try:
             days = max(1, min(int(request.GET.get("days", "7")), 366))
         except ValueError:

@@ -17,7 +17,10 @@ from adstudio.admin_search import SearchByIdMixin
 from drafts.models import ACTIVATE_PERMISSION, Activation, ActivationSource, Ad, Draft, DraftKind
 from drafts.review import diff, sound_effects, voice_tracks
 from drafts.selectors import drafts_archived_by_activating
-from drafts.services import draft_activate
+from drafts.services import AdArchived, ad_archive, draft_activate
+from workspaces.access import require
+from workspaces.admin import WorkspaceScopedAdminMixin
+from workspaces.roles import Action
 
 
 def status_badge(draft: Draft):
@@ -38,13 +41,16 @@ class ReviewMedia:
 
 
 @admin.register(Ad)
-class AdAdmin(SearchByIdMixin, admin.ModelAdmin):
-    list_display = ["title", "owner", "language", "market", "duration_s", "created_at"]
-    list_filter = ["language", "market"]
+class AdAdmin(WorkspaceScopedAdminMixin, SearchByIdMixin, admin.ModelAdmin):
+    """Ads are created through the API and the chat command, edited here by those whose
+    role allows it, and archived, never deleted."""
+
+    list_display = ["title", "workspace", "owner", "language", "market", "duration_s", "created_at"]
+    list_filter = ["language", "market", ("archived_at", admin.EmptyFieldListFilter)]
     search_fields = ["title", "client", "audience"]
-    list_select_related = ["owner"]
-    raw_id_fields = ["owner"]
-    readonly_fields = ["id", "created_at", "updated_at"]
+    list_select_related = ["owner", "workspace"]
+    readonly_fields = ["id", "workspace", "owner", "created_at", "updated_at", "archived_at"]
+    actions = ["archive"]
     fieldsets = [
         (
             "Brief",
@@ -62,11 +68,51 @@ class AdAdmin(SearchByIdMixin, admin.ModelAdmin):
         ),
         (
             "Record",
-            {"fields": ["owner", "id", "created_at", "updated_at"], "classes": ["collapse"]},
+            {
+                "fields": ["workspace", "owner", "id", "created_at", "updated_at", "archived_at"],
+                "classes": ["collapse"],
+            },
         ),
     ]
     change_form_template = "admin/drafts/ad/change_form.html"
     Media = ReviewMedia
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        allowed = super().has_change_permission(request, obj)
+        return allowed and (
+            obj is None
+            or (obj.archived_at is None and self.role_allows(request, obj, Action.EDIT_AD))
+        )
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False  # archived instead: its drafts, activations and runs are the record
+
+    def has_archive_permission(self, request) -> bool:
+        return request.user.has_perm("drafts.change_ad")
+
+    @admin.action(
+        description="Archive selected ads (read-only, out of lists)", permissions=["archive"]
+    )
+    def archive(self, request, queryset):
+        archived, refused = 0, []
+        for ad in queryset:
+            if not self.role_allows(request, ad, Action.ARCHIVE_AD):
+                refused.append(ad.title)
+                continue
+            as_superuser = require(request.user, ad.workspace_id, Action.ARCHIVE_AD)
+            ad_archive(ad=ad, by=request.user, as_superuser=as_superuser)
+            archived += 1
+        if archived:
+            self.message_user(request, f"Archived {archived} ad(s).", messages.SUCCESS)
+        if refused:
+            self.message_user(
+                request,
+                f"Not archived (your role does not allow it): {', '.join(refused)}.",
+                messages.WARNING,
+            )
 
     def change_view(self, request, object_id, form_url="", extra_context=None):
         ad = self.get_object(request, admin.utils.unquote(object_id))
@@ -93,13 +139,15 @@ class AdAdmin(SearchByIdMixin, admin.ModelAdmin):
         return {
             "panels": panels,
             "activations": activations,
-            "can_activate": request.user.has_perm(ACTIVATE_PERMISSION),
+            "can_activate": request.user.has_perm(ACTIVATE_PERMISSION)
+            and ad.archived_at is None
+            and self.role_allows(request, ad, Action.ACTIVATE),
             "back_here": request.path,
         }
 
 
 @admin.register(Draft)
-class DraftAdmin(ReadOnlyAdminMixin, SearchByIdMixin, admin.ModelAdmin):
+class DraftAdmin(WorkspaceScopedAdminMixin, ReadOnlyAdminMixin, SearchByIdMixin, admin.ModelAdmin):
     """Read-only but for activation: drafts are immutable records, created by the agent,
     changed only by activation, and never deleted alone (the number would be given again,
     and the tool results and events that name it would point at another draft). Deleting
@@ -137,6 +185,7 @@ class DraftAdmin(ReadOnlyAdminMixin, SearchByIdMixin, admin.ModelAdmin):
     actions = ["activate"]
     change_form_template = "admin/drafts/draft/change_form.html"
     Media = ReviewMedia
+    workspace_lookup = "ad__workspace"
 
     def has_activate_permission(self, request) -> bool:
         return request.user.has_perm(ACTIVATE_PERMISSION)
@@ -172,7 +221,10 @@ class DraftAdmin(ReadOnlyAdminMixin, SearchByIdMixin, admin.ModelAdmin):
             "previous": previous,
             "changes": diff(previous, draft, language=language) if previous else None,
             "activations": draft.activations.select_related("replaced", "user"),
-            "can_activate": self.has_activate_permission(request) and draft.status != "active",
+            "can_activate": self.has_activate_permission(request)
+            and draft.status != "active"
+            and draft.ad.archived_at is None
+            and self.role_allows(request, draft, Action.ACTIVATE),
         }
 
     def get_urls(self):
@@ -188,18 +240,22 @@ class DraftAdmin(ReadOnlyAdminMixin, SearchByIdMixin, admin.ModelAdmin):
         the activation (POST), back to where the reviewer came from."""
         if not self.has_activate_permission(request):
             raise PermissionDenied
-        draft = get_object_or_404(Draft.objects.select_related("ad"), pk=object_id)
+        draft = get_object_or_404(self.get_queryset(request).select_related("ad"), pk=object_id)
+        if not self.role_allows(request, draft, Action.ACTIVATE):
+            raise PermissionDenied
         back = request.POST.get("next") or request.GET.get("next")
         if not back or not url_has_allowed_host_and_scheme(
             back, allowed_hosts={request.get_host()}, require_https=request.is_secure()
         ):
             back = reverse("admin:drafts_draft_change", args=[draft.pk])
         if request.method == "POST":
-            result = draft_activate(
-                ad=draft.ad, draft_id=draft.pk, by=request.user, source=ActivationSource.ADMIN
-            )
-            level = messages.SUCCESS if result.changed else messages.INFO
-            self.message_user(request, f"{draft.ad}: {result.message}", level)
+            try:
+                result = self._activate(request, draft)
+            except AdArchived as exc:
+                self.message_user(request, str(exc), messages.ERROR)
+            else:
+                level = messages.SUCCESS if result.changed else messages.INFO
+                self.message_user(request, f"{draft.ad}: {result.message}", level)
             return HttpResponseRedirect(back)
         context = {
             **self.admin_site.each_context(request),
@@ -229,16 +285,39 @@ class DraftAdmin(ReadOnlyAdminMixin, SearchByIdMixin, admin.ModelAdmin):
                 )
                 continue
             seen.add(key)
-            result = draft_activate(
-                ad=draft.ad, draft_id=draft.pk, by=request.user, source=ActivationSource.ADMIN
-            )
+            if not self.role_allows(request, draft, Action.ACTIVATE):
+                self.message_user(
+                    request,
+                    f"Skipped {draft.ad} {draft.kind} {draft.label}: your role in its "
+                    "workspace does not allow activating.",
+                    messages.WARNING,
+                )
+                continue
+            try:
+                result = self._activate(request, draft)
+            except AdArchived as exc:
+                self.message_user(request, str(exc), messages.WARNING)
+                continue
             level = messages.SUCCESS if result.changed else messages.INFO
             self.message_user(request, f"{draft.ad}: {result.message}", level)
 
+    def _activate(self, request, draft: Draft):
+        return draft_activate(
+            ad=draft.ad,
+            draft_id=draft.pk,
+            by=request.user,
+            source=ActivationSource.ADMIN,
+            as_superuser=require(request.user, draft.ad.workspace_id, Action.ACTIVATE),
+        )
+
 
 @admin.register(Activation)
-class ActivationAdmin(ReadOnlyAdminMixin, SearchByIdMixin, admin.ModelAdmin):
+class ActivationAdmin(
+    WorkspaceScopedAdminMixin, ReadOnlyAdminMixin, SearchByIdMixin, admin.ModelAdmin
+):
     """The activation log: written by activations only, never edited or deleted."""
+
+    workspace_lookup = "ad__workspace"
 
     list_display = ["created_at", "ad", "activated", "replaced_version", "user", "source"]
     list_filter = ["source", "draft__kind"]

@@ -12,14 +12,19 @@ from django.apps import apps as django_apps
 from django.contrib.auth.models import Group, Permission
 
 REVIEWERS = "Reviewers"
-PRODUCT_APPS = ("drafts", "conversations", "voices")
+PRODUCT_APPS = ("workspaces", "drafts", "conversations", "voices")
 
 
 def reviewer_permissions():
-    """View every model of the product's apps, and activate drafts."""
-    viewing = Permission.objects.filter(
-        content_type__app_label__in=PRODUCT_APPS, codename__startswith="view_"
-    )
+    """View every model of the product's apps, and activate drafts: exactly that (not
+    the other ``view_...`` permissions, such as the statistics across workspaces). What
+    they see of it is what their workspaces hold (``workspaces.admin``)."""
+    viewing = Permission.objects.none()
+    for app_label in PRODUCT_APPS:
+        for model in django_apps.get_app_config(app_label).get_models():
+            viewing |= Permission.objects.filter(
+                content_type__app_label=app_label, codename=f"view_{model._meta.model_name}"
+            )
     activating = Permission.objects.filter(
         content_type__app_label="drafts", codename="activate_draft"
     )

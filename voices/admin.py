@@ -7,7 +7,7 @@ from django.utils import timezone
 
 from adstudio.admin_json import pretty_json
 from adstudio.admin_search import SearchByIdMixin
-from voices.models import Voice
+from voices.models import APPROVE_PERMISSION, Voice
 
 
 @admin.register(Voice)
@@ -35,13 +35,21 @@ class VoiceAdmin(SearchByIdMixin, admin.ModelAdmin):
     def metadata_pretty(self, voice: Voice):
         return pretty_json(voice.metadata)
 
-    @admin.action(description="Approve selected voices (offer them to the model)")
+    def has_approve_permission(self, request) -> bool:
+        return request.user.has_perm(APPROVE_PERMISSION)
+
+    @admin.action(
+        description="Approve selected voices (offer them to the model)", permissions=["approve"]
+    )
     def approve(self, request, queryset):
         # updated_at changes the catalogue version, so cached search facets are refreshed.
         count = queryset.exclude(approved=True).update(approved=True, updated_at=timezone.now())
         self.message_user(request, f"Approved {count} voice(s).", messages.SUCCESS)
 
-    @admin.action(description="Unapprove selected voices (hide them from the model)")
+    @admin.action(
+        description="Unapprove selected voices (hide them from the model)",
+        permissions=["approve"],
+    )
     def unapprove(self, request, queryset):
         count = queryset.exclude(approved=False).update(approved=False, updated_at=timezone.now())
         self.message_user(request, f"Unapproved {count} voice(s).", messages.SUCCESS)

@@ -100,6 +100,12 @@ class Voice(models.Model):
             # max(updated_at) is the catalogue version that keys the search facet caches.
             models.Index(fields=["updated_at"], name="voice_updated_at"),
         ]
+        # Approving offers a voice to the model, unapproving takes it away from every
+        # workspace's director: the catalogue managers' decision, not a reviewer's.
+        permissions = [("approve_voice", "Can approve or unapprove a voice for the model")]
 
     def __str__(self) -> str:
         return f"{self.name} ({self.language}, {self.gender}, {self.provider})"
+
+
+APPROVE_PERMISSION = "voices.approve_voice"

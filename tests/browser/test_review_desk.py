@@ -8,13 +8,17 @@ from __future__ import annotations
 
 import pytest
 
-from conversations.models import Run
+from conversations.models import Conversation, Run
 from conversations.services import send_message, start_generation
 from drafts.models import Activation, Draft
 from drafts.reviewers import REVIEWERS
+from drafts.services import draft_create
 from tests.conversations.story import first_turn, run_of
 from tests.fakes.server import call, turn
 from tests.support.browser import log_in, loopback_visit, make_staff
+from tests.support.versions import music
+from workspaces.models import Membership
+from workspaces.roles import Role
 
 LAPTOP = {"width": 1366, "height": 768}
 
@@ -43,9 +47,17 @@ def conversation(fake_providers, make_ad, make_voice):
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_reviewer_reads_compares_and_activates(chromium, server, conversation, screenshot):
-    make_staff("rita", groups=(REVIEWERS,))
+def test_a_reviewer_reads_compares_and_activates(
+    chromium, server, conversation, screenshot, other_user, make_ad
+):
+    rita = make_staff("rita", groups=(REVIEWERS,))
     ad = conversation.ad
+    # Rita reviews the workspace of this ad; another agency's ad, with a draft and a
+    # conversation of its own, is in a workspace she is not in.
+    Membership.objects.create(workspace=ad.workspace, user=rita, role=Role.REVIEWER)
+    theirs = make_ad(owner=other_user, title="Their secret launch")
+    draft_create(ad=theirs, version=music("their secret jingle"))
+    Conversation.objects.create(ad=theirs)
     music_v2 = Draft.objects.get(ad=ad, kind="music", version=2)
     runs = list(Run.objects.filter(conversation=conversation).order_by("created_at"))
 
@@ -113,6 +125,22 @@ def test_a_reviewer_reads_compares_and_activates(chromium, server, conversation,
             )
             assert overflow[0] <= 0 and overflow[1] <= 0, (path, overflow)
         assert "- / -" not in page.locator("#result_list").inner_text()
+
+        # Nothing of the other workspace shows in any list, search or page of hers.
+        for path in (
+            "/admin/drafts/ad/",
+            "/admin/drafts/draft/",
+            "/admin/drafts/activation/",
+            "/admin/conversations/conversation/",
+            "/admin/conversations/run/",
+            "/admin/workspaces/workspace/",
+            "/admin/drafts/ad/?q=secret",
+            "/admin/drafts/draft/?q=secret",
+        ):
+            page.goto(f"{server}{path}")
+            assert "secret" not in page.inner_text("#content").lower(), path
+        page.goto(f"{server}/admin/drafts/ad/{theirs.pk}/change/")
+        assert "exist" in page.inner_text(".messagelist"), "another workspace's ad"
 
         # Nothing can be changed: the change and delete pages are refused.
         for path in (

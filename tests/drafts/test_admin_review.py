@@ -13,28 +13,34 @@ from drafts.payloads import VoiceTrack, VoiceVersion
 from drafts.reviewers import REVIEWERS
 from drafts.services import draft_activate, draft_create
 from tests.support.versions import music, sfx
+from workspaces.models import Membership
+from workspaces.roles import Role
 
 pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def reviewer(django_user_model):
+def reviewer(django_user_model, ad):
+    """Staff in the Reviewers group, a reviewer of the ad's workspace."""
     user = django_user_model.objects.create_user(
         username="rita", password="pw-rita-123", is_staff=True
     )
     user.groups.add(Group.objects.get(name=REVIEWERS))
+    Membership.objects.create(workspace=ad.workspace, user=user, role=Role.REVIEWER)
     return user
 
 
 @pytest.fixture
-def viewer(django_user_model):
-    """Staff who may look at drafts and ads, and not activate."""
+def viewer(django_user_model, ad):
+    """Staff who may look at drafts and ads, and not activate: a viewer of the ad's
+    workspace, whose admin permissions do not include activating either."""
     user = django_user_model.objects.create_user(
         username="vic", password="pw-vic-123", is_staff=True
     )
     user.user_permissions.add(
         *Permission.objects.filter(codename__in=["view_draft", "view_ad", "view_activation"])
     )
+    Membership.objects.create(workspace=ad.workspace, user=user, role=Role.VIEWER)
     return user
 
 
