@@ -22,9 +22,11 @@ from adstudio.text import clip_words
 from conversations.models import Conversation, Run, RunEvent, RunEventType, RunStatus
 from conversations.selectors import conversation_latest, run_drafts
 from conversations.services import send_message, start_generation
-from drafts.models import ACTIVATE_PERMISSION, ActivationSource, Ad, DraftKind
+from drafts.models import ActivationSource, Ad, DraftKind
 from drafts.selectors import draft_state, drafts_for
-from drafts.services import draft_activate
+from drafts.services import AdArchived, draft_activate
+from workspaces.access import may, require, role_in
+from workspaces.roles import Action
 
 POLL_SECONDS = 0.2
 # Exit status after Ctrl-C, as shells report a process ended by SIGINT (128 + 2).
@@ -55,7 +57,7 @@ Commands (any other line is a message to the creative director):
   /state                  active and latest version of voices, music and sfx
   /drafts                 every version of each kind, newest first, with its status
   /activate KIND VERSION  make a version live, e.g. /activate music v2
-                          (KIND: voices, music or sfx; needs {ACTIVATE_PERMISSION})
+                          (KIND: voices, music or sfx; a reviewer, editor or admin)
   /help                   this list
   /quit, /exit            leave; so does Ctrl-D (exit status 0)
   Ctrl-C                  leave at once (exit status {INTERRUPTED_STATUS})"""
@@ -145,6 +147,8 @@ class ChatSession:
             self.out.write(f"Ad {self.ad.pk}: continuing conversation {self.conversation.pk}.")
             self.show_state()
             return
+        if not self._allowed(Action.CHAT, "generate drafts for this ad"):
+            return
         run = start_generation(ad=self.ad, provider=provider, requested_by=self.user)
         self.out.write(f"Ad {self.ad.pk}: generating drafts from the brief ...")
         run = self.follow(run)
@@ -167,6 +171,14 @@ class ChatSession:
                 "Messages to the director cannot activate drafts, so this one was not sent. "
                 f"To make {kind} v{version} live, type: /activate {kind} v{version}"
             )
+            return True
+        if not self._allowed(Action.CHAT, "send messages about this ad"):
+            return True
+        if self.conversation is None:
+            self.out.write("This ad has no conversation yet; nothing was sent.")
+            return True
+        if self.ad.archived_at is not None:
+            self.out.write("This ad is archived: it can be read, not changed. Nothing was sent.")
             return True
         run = send_message(conversation=self.conversation, text=text, requested_by=self.user)
         self._hint_activation(self.follow(run))
@@ -247,15 +259,24 @@ class ChatSession:
                 summary = clip_words(draft.summary, 80)
                 self.out.write(f"  {draft.label:<4}  {draft.status:<8}  {summary}")
 
+    def _allowed(self, action: Action, what: str) -> bool:
+        """Whether the acting user's role in the ad's workspace allows ``action``; if not,
+        say so (nothing is changed)."""
+        if may(self.user, self.ad.workspace_id, action):
+            return True
+        role = role_in(self.user, self.ad.workspace_id)
+        who = f"a {role} of" if role else "not a member of"
+        self.out.write(
+            f"{self.user.get_username()} may not {what}: they are {who} workspace "
+            f"{self.ad.workspace}. Nothing was changed."
+        )
+        return False
+
     def activate(self, args: list[str]) -> None:
-        """Make a version live as the acting user, if they hold the permission the admin
-        asks for; the activation is recorded as made through the terminal."""
-        if not self.user.has_perm(ACTIVATE_PERMISSION):
-            self.out.write(
-                f"{self.user.get_username()} may not activate drafts: that needs the "
-                f"permission {ACTIVATE_PERMISSION} (the Reviewers group has it). "
-                "Nothing was changed."
-            )
+        """Make a version live as the acting user, if their role in the ad's workspace
+        allows it (``workspaces.roles``, as the API and the admin ask); the activation
+        is recorded as made through the terminal."""
+        if not self._allowed(Action.ACTIVATE, "activate drafts"):
             return
         if len(args) != 2:
             self.out.write(ACTIVATE_USAGE)
@@ -271,9 +292,17 @@ class ChatSession:
         if draft is None:
             self.out.write(f"This ad has no {kind} v{version}; /drafts lists the versions.")
             return
-        result = draft_activate(
-            ad=self.ad, draft_id=draft.pk, by=self.user, source=ActivationSource.TERMINAL
-        )
+        try:
+            result = draft_activate(
+                ad=self.ad,
+                draft_id=draft.pk,
+                by=self.user,
+                source=ActivationSource.TERMINAL,
+                as_superuser=require(self.user, self.ad.workspace_id, Action.ACTIVATE),
+            )
+        except AdArchived as exc:
+            self.out.write(f"{exc} Nothing was changed.")
+            return
         self.out.write(result.message)
 
     # --- following a run --------------------------------------------------------------

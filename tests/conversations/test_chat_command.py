@@ -16,6 +16,8 @@ from conversations.models import Conversation, Message, Role, Run
 from conversations.terminal import ChatSession
 from drafts.models import Activation, Ad, Draft, DraftStatus
 from drafts.reviewers import REVIEWERS
+from workspaces.models import Membership
+from workspaces.roles import Role as WorkspaceRole
 
 pytestmark = pytest.mark.django_db(transaction=True)
 HINT = "/activate KIND VERSION to make one live"
@@ -145,12 +147,15 @@ def test_drafts_lists_every_version_newest_first_with_its_status(monkeypatch, st
     assert "sfx:\n  v1    draft     Sound effects:" in listing
 
 
-def test_a_reviewer_activates_as_themselves_on_an_ad_they_do_not_own(
+def test_a_reviewer_activates_as_themselves_on_an_ad_of_their_workspace(
     monkeypatch, staff_user, reviewer
 ):
     chat(monkeypatch, "make the music more upbeat\n", "--brief", "Coffee shop", "--language", "th")
     ad = Ad.objects.get()
     assert ad.owner == staff_user
+    with pytest.raises(CommandError, match=r"No ad with id .* that rita may see"):
+        chat(monkeypatch, "/activate music v1\n", "--ad", str(ad.pk), "--user", "rita")
+    Membership.objects.create(workspace=ad.workspace, user=reviewer, role=WorkspaceRole.REVIEWER)
 
     output = chat(
         monkeypatch,
@@ -175,24 +180,31 @@ def test_a_reviewer_activates_as_themselves_on_an_ad_they_do_not_own(
     assert {(a.user, a.source) for a in activations} == {(reviewer, "terminal")}
 
 
-def test_activating_without_the_permission_changes_nothing(monkeypatch, user):
+def test_a_viewer_can_neither_activate_nor_send_messages(monkeypatch, user):
+    chat(monkeypatch, "", "--brief", "Coffee shop", "--language", "th")  # the superuser's ad
+    ad = Ad.objects.get()
+    Membership.objects.create(workspace=ad.workspace, user=user, role=WorkspaceRole.VIEWER)
+    messages = Message.objects.count()
+
     output = chat(
         monkeypatch,
-        "/activate music v1\n",
-        "--brief",
-        "Coffee shop",
-        "--language",
-        "th",
+        "/activate music v1\nmake it shorter\n",
+        "--ad",
+        str(ad.pk),
+        "--workspace",
+        ad.workspace.name,
         "--user",
         "alice",
     )
 
     assert (
-        "alice may not activate drafts: that needs the permission drafts.activate_draft" in output
+        f"alice may not activate drafts: they are a viewer of workspace {ad.workspace}. "
+        "Nothing was changed." in output
     )
-    assert "Nothing was changed." in output
+    assert "alice may not send messages about this ad" in output
     assert not Activation.objects.exists()
     assert not Draft.objects.filter(status=DraftStatus.ACTIVE).exists()
+    assert Message.objects.count() == messages
 
 
 @pytest.mark.parametrize(

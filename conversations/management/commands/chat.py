@@ -18,8 +18,13 @@ from django.core.management.base import BaseCommand, CommandError
 from conversations import providers
 from conversations.terminal import INTERRUPTED_STATUS, ChatSession, line_editing, quiet_logs
 from drafts.models import Ad
+from drafts.selectors import ads_for
 from drafts.services import ad_create
 from voices.languages import UnknownLanguage, normalise_language
+from workspaces.access import may, role_in
+from workspaces.models import Workspace
+from workspaces.roles import Action
+from workspaces.selectors import workspaces_for
 
 
 class Command(BaseCommand):
@@ -43,6 +48,11 @@ class Command(BaseCommand):
             help="who you are: owns a new ad, activates drafts (default: the first superuser)",
         )
         parser.add_argument(
+            "--workspace",
+            help="id or name of the workspace you act in: a new ad is created there (your "
+            "personal one by default); an --ad must be in it",
+        )
+        parser.add_argument(
             "--timeout", type=float, default=600, help="seconds to wait for each run"
         )
         parser.add_argument(
@@ -53,8 +63,9 @@ class Command(BaseCommand):
         interactive = sys.stdin.isatty()
         with quiet_logs(verbose=options["verbose"]), line_editing(enabled=interactive):
             user = self._user(options["user"])
+            workspace = self._workspace(options["workspace"], user)
             session = ChatSession(
-                ad=self._ad(options, user),
+                ad=self._ad(options, user, workspace),
                 user=user,
                 out=self.stdout,
                 err=self.stderr,
@@ -87,11 +98,33 @@ class Command(BaseCommand):
                     return
                 yield line
 
-    def _ad(self, options, user) -> Ad:
+    def _workspace(self, name_or_id: str | None, user) -> Workspace | None:
+        """The workspace ``--workspace`` names, among those ``user`` belongs to."""
+        if not name_or_id:
+            return None
+        mine = workspaces_for(user)
+        found = list(
+            mine.filter(pk=name_or_id) if _is_uuid(name_or_id) else mine.filter(name=name_or_id)
+        )
+        if not found:
+            raise CommandError(
+                f"{user.get_username()} is not a member of a workspace {name_or_id!r}."
+            )
+        if len(found) > 1:
+            raise CommandError(f"Several workspaces are called {name_or_id!r}: give its id.")
+        return found[0]
+
+    def _ad(self, options, user, workspace: Workspace | None) -> Ad:
         if options["ad"]:
-            ad = Ad.objects.filter(pk=options["ad"]).first() if _is_uuid(options["ad"]) else None
+            ads = ads_for(user)
+            if workspace is not None:
+                ads = ads.filter(workspace=workspace)
+            ad = ads.filter(pk=options["ad"]).first() if _is_uuid(options["ad"]) else None
             if ad is None:
-                raise CommandError(f"No ad with id {options['ad']!r}.")
+                where = f" in {workspace}" if workspace else ""
+                raise CommandError(
+                    f"No ad with id {options['ad']!r} that {user.get_username()} may see{where}."
+                )
             return ad
         if not options["language"]:
             raise CommandError("--language is required with --brief.")
@@ -101,8 +134,16 @@ class Command(BaseCommand):
             raise CommandError(str(exc)) from None
         if not 5 <= options["duration"] <= 120:
             raise CommandError("--duration must be between 5 and 120 seconds.")
+        if workspace is not None:
+            for action in (Action.CREATE_AD, Action.CHAT):
+                if not may(user, workspace.pk, action):
+                    raise CommandError(
+                        f"{user.get_username()} may not create ads in {workspace}: their "
+                        f"role there is {role_in(user, workspace.pk)}."
+                    )
         return ad_create(
             owner=user,
+            workspace=workspace,
             client=options["brief"],
             duration_s=options["duration"],
             market=options["market"],
