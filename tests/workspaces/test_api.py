@@ -159,3 +159,26 @@ def test_a_superusers_write_outside_their_workspaces_is_on_the_record(user, staf
     assert (activation.user, activation.as_superuser) == (staff_user, True)
     draft_activate(ad=ad, draft_id=draft_create(ad=ad, version=music("x"))[0].pk, by=user)
     assert not Activation.objects.filter(user=user).get().as_superuser
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_database_keeps_a_workspace_admin_however_the_change_is_made(user, other_user):
+    from django.db import IntegrityError, transaction
+
+    team = workspace_create(name="Agency", by=user)
+    Membership.objects.create(workspace=team, user=other_user, role=Role.EDITOR)
+
+    for change in (
+        lambda: Membership.objects.filter(workspace=team, user=user).delete(),
+        lambda: Membership.objects.filter(workspace=team, user=user).update(role=Role.VIEWER),
+        lambda: type(user).objects.filter(pk=user.pk).delete(),
+    ):
+        with pytest.raises(IntegrityError, match="would have no admin"), transaction.atomic():
+            change()
+    assert Membership.objects.get(workspace=team, user=user).role == Role.ADMIN
+
+    Membership.objects.filter(workspace=team, user=other_user).update(role=Role.ADMIN)
+    Membership.objects.filter(workspace=team, user=user).delete()  # another admin stays
+    assert list(Membership.objects.filter(workspace=team).values_list("role", flat=True)) == [
+        "admin"
+    ]
