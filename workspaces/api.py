@@ -18,7 +18,13 @@ from workspaces.access import require
 from workspaces.models import Membership, Workspace
 from workspaces.roles import Action, Role
 from workspaces.selectors import members_of, workspaces_for
-from workspaces.services import member_add, member_change, member_remove, workspace_create
+from workspaces.services import (
+    member_add,
+    member_change,
+    member_remove,
+    workspace_create,
+    workspace_personal,
+)
 
 
 class WorkspaceSerializer(serializers.ModelSerializer):
@@ -78,6 +84,11 @@ class WorkspaceViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewset
         if getattr(self, "swagger_fake_view", False):  # schema generation has no user
             return Workspace.objects.none()
         return workspaces_for(self.request.user).order_by("name", "created_at")
+
+    def list(self, request: Request, *args, **kwargs) -> Response:
+        """Yours, your personal workspace first made if this is your first visit."""
+        workspace_personal(user=request.user)
+        return super().list(request, *args, **kwargs)
 
     @extend_schema(request=WorkspaceInputSerializer, responses={201: WorkspaceSerializer})
     def create(self, request: Request) -> Response:

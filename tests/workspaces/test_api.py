@@ -33,7 +33,10 @@ def team(user, other_user) -> Workspace:
     return workspace
 
 
-def test_a_new_user_gets_a_personal_workspace_on_first_use(user):
+def test_a_new_user_gets_a_personal_workspace_on_first_use(user, other_user):
+    listed = api_for(other_user).get("/api/workspaces/").json()["results"]
+    assert [(w["name"], w["myRole"]) for w in listed] == [("bob's workspace", "admin")]
+
     response = api_for(user).post("/api/ads/", BRIEF, format="json")
 
     assert response.status_code == 201, response.json()
