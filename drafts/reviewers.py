@@ -9,7 +9,9 @@ later is readable by reviewers too.
 from __future__ import annotations
 
 from django.apps import apps as django_apps
-from django.contrib.auth.models import Group, Permission
+from django.contrib.auth.models import Permission
+
+from adstudio.permission_groups import keep_group
 
 REVIEWERS = "Reviewers"
 PRODUCT_APPS = ("workspaces", "drafts", "conversations", "voices")
@@ -31,11 +33,4 @@ def reviewer_permissions():
     return viewing | activating
 
 
-def grant_reviewer_permissions(sender, **kwargs) -> None:
-    """post_migrate: runs once per migrate, after the last app's permissions exist."""
-    with_models = [config for config in django_apps.get_app_configs() if config.models_module]
-    if sender is not with_models[-1]:
-        return
-    using = kwargs.get("using", "default")
-    group, _ = Group.objects.using(using).get_or_create(name=REVIEWERS)
-    group.permissions.set(reviewer_permissions().using(using))
+grant_reviewer_permissions = keep_group(REVIEWERS, reviewer_permissions)

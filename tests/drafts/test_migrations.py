@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import pytest
-from django.db import connection
-from django.db.migrations.executor import MigrationExecutor
 
 from drafts.models import Draft
 from drafts.payloads import VERSION_SHAPES
+from tests.support.migrations import migrate_to, migrate_to_latest
 
 BEFORE = [("drafts", "0002_default_order_and_indexes")]
 AFTER = [("drafts", "0004_draft_payload_in_version_shape")]
@@ -41,15 +40,9 @@ OLD_SFX = {
 }
 
 
-def _migrate(targets):
-    executor = MigrationExecutor(connection)
-    executor.migrate(targets)
-    return executor.loader.project_state(targets).apps
-
-
 @pytest.mark.django_db(transaction=True)
 def test_old_payloads_are_rewritten_into_the_version_shapes_and_back(ad):
-    old_apps = _migrate(BEFORE)
+    old_apps = migrate_to(BEFORE)
     try:
         old_draft = old_apps.get_model("drafts", "Draft")
 
@@ -63,16 +56,15 @@ def test_old_payloads_are_rewritten_into_the_version_shapes_and_back(ad):
         sfx = make("sfx", 1, OLD_SFX)
         odd = make("music", 2, {"note": "written by hand"})
 
-        _migrate(AFTER)
+        migrate_to(AFTER)
         payloads = dict(Draft.objects.values_list("pk", "payload"))
         music_summary = Draft.objects.get(pk=music).summary
 
         # Backwards gives the old shapes again (a rollback loses nothing).
-        _migrate(BEFORE)
+        migrate_to(BEFORE)
         restored = dict(old_draft.objects.values_list("pk", "payload"))
     finally:
-        executor = MigrationExecutor(connection)
-        executor.migrate(executor.loader.graph.leaf_nodes())
+        migrate_to_latest()
 
     assert payloads[voices] == {
         "voiceTracks": [

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import pytest
-from django.db import connection
-from django.db.migrations.executor import MigrationExecutor
 
 from conversations.models import Conversation
 from drafts.models import Ad
+from tests.support.migrations import migrate_to, migrate_to_latest
 from workspaces.models import Membership, Workspace
 
 BEFORE = [
@@ -20,18 +19,12 @@ AFTER = [
 ]
 
 
-def _migrate(targets):
-    executor = MigrationExecutor(connection)
-    executor.migrate(targets)
-    return executor.loader.project_state(targets).apps
-
-
 @pytest.mark.django_db(transaction=True)
 def test_every_user_gets_a_personal_workspace_with_their_ads_and_back(django_user_model):
     alice = django_user_model.objects.create_user(username="alice")
     bob = django_user_model.objects.create_user(username="bob")
     django_user_model.objects.create_user(username="carol")  # owns no ad: a workspace too
-    old = _migrate(BEFORE)
+    old = migrate_to(BEFORE)
     try:
         old_ad = old.get_model("drafts", "Ad")
         old_conversation = old.get_model("conversations", "Conversation")
@@ -41,7 +34,7 @@ def test_every_user_gets_a_personal_workspace_with_their_ads_and_back(django_use
         older = old_conversation.objects.create(ad_id=alices[0].pk)
         newer = old_conversation.objects.create(ad_id=alices[0].pk)
 
-        _migrate(AFTER)
+        migrate_to(AFTER)
         workspaces = {
             w.personal_for.username: w for w in Workspace.objects.select_related("personal_for")
         }
@@ -49,11 +42,10 @@ def test_every_user_gets_a_personal_workspace_with_their_ads_and_back(django_use
         roles = set(Membership.objects.values_list("user__username", "workspace__name", "role"))
         superseded = dict(Conversation.objects.values_list("pk", "superseded_at"))
 
-        _migrate(BEFORE)
+        migrate_to(BEFORE)
         ads_after_reverse = set(old_ad.objects.values_list("title", "owner_id"))
     finally:
-        executor = MigrationExecutor(connection)
-        executor.migrate(executor.loader.graph.leaf_nodes())
+        migrate_to_latest()
 
     assert set(workspaces) == {"alice", "bob", "carol"}
     assert owned == {"a1": "alice's workspace", "a2": "alice's workspace", "b": "bob's workspace"}
