@@ -17,6 +17,7 @@ import time
 import uuid
 
 from django.conf import settings
+from django.core.validators import ProhibitNullCharactersValidator
 from django.http import HttpResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
@@ -26,6 +27,7 @@ from rest_framework.exceptions import ValidationError
 from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 from rest_framework.throttling import ScopedRateThrottle
+from rest_framework.validators import ProhibitSurrogateCharactersValidator
 from rest_framework.views import APIView
 
 from adstudio.parsers import PayloadTooLarge, SafeJSONParser
@@ -78,6 +80,14 @@ class UIChatInputSerializer(serializers.Serializer):
         text = message_text(last)
         if not text:
             raise ValidationError("The last message has no text.")
+        # As /chat's message field checks its text: PostgreSQL stores neither.
+        for validator in (
+            ProhibitNullCharactersValidator(),
+            ProhibitSurrogateCharactersValidator(),
+        ):
+            validator(text)
+        if isinstance(last.get("id"), str) and not last["id"].isprintable():
+            raise ValidationError("The last message's id must be printable text.")
         if len(text) > settings.ADSTUDIO_MAX_MESSAGE_CHARS:
             raise PayloadTooLarge(
                 f"The message is {len(text)} characters long; the limit is "
