@@ -162,12 +162,14 @@ REST_FRAMEWORK = {
     "TEST_REQUEST_DEFAULT_FORMAT": "json",
     "EXCEPTION_HANDLER": "adstudio.api_errors.api_exception_handler",
     "DEFAULT_THROTTLE_CLASSES": [],
-    # Generation and chat start model runs that cost money: limited per user.
-    "DEFAULT_THROTTLE_RATES": {"runs": env_rate("ADSTUDIO_RUN_RATE", "30/minute")},
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
     "PAGE_SIZE": 50,
 }
+
+# Generation and chat start model runs that cost money: limited per user, exactly across
+# web processes, in CACHE_URL's Redis (adstudio.throttling).
+ADSTUDIO_RUN_RATE = env_rate("ADSTUDIO_RUN_RATE", "30/minute")
 
 # Throttling counts live in the cache: with several web processes it must be shared.
 CACHE_URL = redis_url("CACHE_URL")

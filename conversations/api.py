@@ -28,10 +28,10 @@ from rest_framework.negotiation import DefaultContentNegotiation
 from rest_framework.permissions import BasePermission, IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
-from rest_framework.throttling import ScopedRateThrottle
 from rest_framework.views import APIView
 
 from adstudio.parsers import PayloadTooLarge
+from adstudio.throttling import RunRateThrottle
 from conversations import providers
 from conversations.message_rows import history_rows, message_parts, model_messages, ui_messages
 from conversations.models import STATS_PERMISSION, Conversation, Message, Run, RunStatus
@@ -262,7 +262,7 @@ class _RunStartView(APIView):
     """Shared reply of generate and chat: 202 with the run's ids, or 200 with the result
     when the run finishes within ``?wait=`` seconds."""
 
-    throttle_classes = [ScopedRateThrottle]
+    throttle_classes = [RunRateThrottle]
     throttle_scope = "runs"
 
     def reply(self, request: Request, run: Run) -> Response:

@@ -26,11 +26,11 @@ from rest_framework import serializers, status
 from rest_framework.exceptions import ValidationError
 from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
-from rest_framework.throttling import ScopedRateThrottle
 from rest_framework.validators import ProhibitSurrogateCharactersValidator
 from rest_framework.views import APIView
 
 from adstudio.parsers import PayloadTooLarge, SafeJSONParser
+from adstudio.throttling import RunRateThrottle
 from conversations.events_api import sequence_param
 from conversations.models import Conversation, Run, RunEventType, RunStatus
 from conversations.selectors import conversation_latest, conversations_for, run_events_page
@@ -129,7 +129,7 @@ def _conversation(
 class UIChatView(APIView):
     parser_classes = [ChatHistoryParser]
     renderer_classes = [JSONRenderer]
-    throttle_classes = [ScopedRateThrottle]
+    throttle_classes = [RunRateThrottle]
     throttle_scope = "runs"
 
     @extend_schema(

@@ -136,6 +136,14 @@ def _no_network_beyond_loopback(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(socket, "getaddrinfo", guarded_getaddrinfo)
 
 
+@pytest.fixture(autouse=True)
+def _run_rate_limits_of_this_test():
+    """The run limit's windows kept in memory (no CACHE_URL) start empty for each test."""
+    from adstudio.throttling import limiter
+
+    limiter.cache_clear()
+
+
 @pytest.fixture
 def user(django_user_model):
     return django_user_model.objects.create_user(username="alice", password="pw-alice-123")

@@ -9,7 +9,6 @@ import pytest
 from django.core.cache import cache
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
-from rest_framework.throttling import ScopedRateThrottle
 
 from conversations.models import Run
 
@@ -21,6 +20,7 @@ def redis_cache(private_redis, settings):
     settings.CACHES = {
         "default": {"BACKEND": "adstudio.cache.FallbackRedisCache", "LOCATION": private_redis.url}
     }
+    settings.CACHE_URL = private_redis.url  # the run rate limit's store
     return private_redis
 
 
@@ -44,11 +44,11 @@ def test_while_redis_is_down_the_cache_is_the_process_own(redis_cache, caplog):
 
 @pytest.mark.django_db
 def test_a_cache_outage_does_not_cost_a_message_and_runs_are_still_limited(
-    redis_cache, user, ad, monkeypatch
+    redis_cache, user, ad, settings
 ):
-    """Generate and chat throttle through the cache: with Redis down they answer 202 and
-    store the run, and the limit holds per process."""
-    monkeypatch.setattr(ScopedRateThrottle, "THROTTLE_RATES", {"runs": "2/minute"})
+    """Generate and chat are limited in the cache's Redis: with Redis down they answer 202
+    and store the run, and the limit holds per process."""
+    settings.ADSTUDIO_RUN_RATE = "2/minute"
     api = APIClient()
     api.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=user).key}")
 

@@ -12,7 +12,6 @@ import pytest
 from django.db import connection
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
-from rest_framework.throttling import ScopedRateThrottle
 
 from conversations.models import Conversation, Message, Run
 from drafts.models import Draft
@@ -34,9 +33,9 @@ def director(body: dict) -> Turn:
     return Turn(text="done")
 
 
-def test_fifty_clients_ten_conversations(worker, fake_openai, user, make_ad, monkeypatch):
+def test_fifty_clients_ten_conversations(worker, fake_openai, user, make_ad, settings):
     # One user sends all 100 turns here; the per-user run throttle has its own test.
-    monkeypatch.setattr(ScopedRateThrottle, "THROTTLE_RATES", {"runs": "1000/minute"})
+    settings.ADSTUDIO_RUN_RATE = "1000/minute"
     fake_openai.responder = director
     token = Token.objects.create(user=user).key
     ads = [make_ad(language="en", title=f"ad {n}") for n in range(CONVERSATIONS)]
