@@ -19,12 +19,16 @@ PARALLEL = 60
 
 @pytest.fixture
 def shared_limit(settings):
-    """The limit kept in this test process's Redis, its windows emptied first."""
+    """The cache on this test process's Redis, as web processes share it in production
+    (``CACHE_URL``), the limit's windows emptied first."""
     client = redis.Redis.from_url(REDIS_URL)
     stale = list(client.scan_iter("adstudio:rate*"))
     if stale:
         client.delete(*stale)
     settings.CACHE_URL = REDIS_URL
+    settings.CACHES = {
+        "default": {"BACKEND": "adstudio.cache.FallbackRedisCache", "LOCATION": REDIS_URL}
+    }
     settings.ADSTUDIO_RUN_RATE = "30/minute"
     yield client
     client.close()
