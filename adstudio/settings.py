@@ -77,6 +77,8 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     # /healthz and /readyz, answered before host checks, HTTPS redirects and sessions.
     "adstudio.health.HealthCheckMiddleware",
+    # A lost database connection: a read tried once more, else 503 with Retry-After.
+    "adstudio.db_outage.DatabaseUnavailableMiddleware",
     "django.middleware.security.SecurityMiddleware",
     # Static files (the admin's, Swagger UI's) answered before any other work.
     "whitenoise.middleware.WhiteNoiseMiddleware",
@@ -115,6 +117,7 @@ DATABASES = {
         "DATABASE_URL",
         default_sqlite_path=VAR_DIR / "db.sqlite3",
         pool_max_size=env_int("ADSTUDIO_DB_POOL_MAX_SIZE", 20, minimum=0),
+        pool_timeout=env_float("ADSTUDIO_DB_POOL_TIMEOUT", 5.0, minimum=0.1),
     )
 }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"

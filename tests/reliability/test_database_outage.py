@@ -1,0 +1,100 @@
+"""After a database outage, however long, the service is back within seconds of the
+database: gunicorn on a private PostgreSQL that is stopped for longer than it takes the
+connection pool's backoff to stretch, while a client asks once a second."""
+
+from __future__ import annotations
+
+import secrets
+import threading
+import time
+import uuid
+
+import httpx
+import psycopg
+import pytest
+
+from tests.support.fixtures import PRIVATE_DATABASE
+from tests.support.web import WebServer
+
+# Long enough for psycopg_pool's own backoff (1, 2, 4, 8 s ...) to leave a 16 s gap
+# between attempts: its next one came 11 s after the database was back.
+OUTAGE_S = 20
+BACK_WITHIN_S = 2.0
+
+
+def _token(url: str) -> str:
+    token = secrets.token_hex(20)
+    with psycopg.connect(url) as connection:
+        (user_id,) = connection.execute(
+            "INSERT INTO auth_user (password, is_superuser, username, first_name, last_name, "
+            "email, is_staff, is_active, date_joined) "
+            "VALUES ('!', false, %s, '', '', '', false, true, now()) RETURNING id",
+            [uuid.uuid4().hex],
+        ).fetchone()
+        connection.execute(
+            "INSERT INTO authtoken_token (key, user_id, created) VALUES (%s, %s, now())",
+            [token, user_id],
+        )
+    return token
+
+
+@pytest.mark.slow
+def test_requests_succeed_within_two_seconds_of_the_database_coming_back(
+    private_postgres, tmp_path
+):
+    url = private_postgres.url(PRIVATE_DATABASE)
+    token = _token(url)
+    web = WebServer(env={"DATABASE_URL": url, "DEBUG": "0"}, log=tmp_path / "gunicorn.log")
+    web.start(ready_path="/healthz")
+    client = httpx.Client(
+        base_url=web.base, headers={"Authorization": f"Token {token}"}, timeout=40
+    )
+    answers: list[tuple[float, float, int, str | None]] = []  # asked, answered, status, retry
+    asking = threading.Event()
+    asking.set()
+
+    def ask_once_a_second() -> None:
+        while asking.is_set():
+            asked = time.monotonic()
+            response = client.get("/api/ads/")
+            retry_after = response.headers.get("Retry-After")
+            answers.append((asked, time.monotonic(), response.status_code, retry_after))
+            time.sleep(1)
+
+    asker = threading.Thread(target=ask_once_a_second)
+    try:
+        assert client.get("/api/ads/").status_code == 200
+        asker.start()
+        private_postgres.stop()
+        stopped_at = time.monotonic()
+        ready_took = []
+        while time.monotonic() - stopped_at < OUTAGE_S:
+            started = time.monotonic()
+            ready = client.get("/readyz")
+            ready_took.append((time.monotonic() - started, ready.status_code))
+            time.sleep(2)
+        private_postgres.start()  # returns once the server accepts connections
+        back_at = time.monotonic()
+        first_ok = None
+        while first_ok is None and time.monotonic() - back_at < 30:
+            if client.get("/api/ads/").status_code == 200:
+                first_ok = time.monotonic() - back_at
+            else:
+                time.sleep(0.1)
+        ready_again = client.get("/readyz")
+        asking.clear()
+        asker.join(timeout=60)
+    finally:
+        asking.clear()
+        client.close()
+        web.stop()
+
+    log = web.log.read_text()
+    assert first_ok is not None and first_ok <= BACK_WITHIN_S, (first_ok, log[-3000:])
+    assert ready_again.status_code == 200
+    # Asked and answered while the database was down: a 503 saying when to try again.
+    during = [a for a in answers if stopped_at < a[0] and a[1] < back_at]
+    assert len(during) >= 2, answers
+    assert all(status == 503 and retry for _, _, status, retry in during), during
+    assert not [a for a in answers if a[2] >= 500 and a[2] != 503], answers
+    assert all(took < 2.5 and status == 503 for took, status in ready_took), ready_took
