@@ -31,12 +31,13 @@ from adstudio.db import (
     quote_name,
     uuid_param,
 )
-from conversations import run_log
+from conversations import providers, run_log
 from conversations.locks import after_unfinished_params, after_unfinished_sql, run_lock
 from conversations.message_rows import history_rows_from, history_sql
 from conversations.models import (
     Conversation,
     Message,
+    ModelCall,
     Role,
     Run,
     RunEvent,
@@ -300,6 +301,7 @@ def _end_past_resume_limit(run: Run) -> None:
         attempts,
         RESUME_LIMIT,
     )
+    _record_interrupted_call(run)
     finish_locked(
         run,
         status=RunStatus.FAILED,
@@ -312,6 +314,31 @@ def _end_past_resume_limit(run: Run) -> None:
             "is not resumed again. Staff can requeue it once the cause is found."
         ),
     )
+
+
+def _record_interrupted_call(run: Run) -> None:
+    """The last attempt's model call, which its worker died waiting on, gets its row as a
+    resumed attempt's does (``RunLog.interrupted_call``): every provider request has one.
+    Its provider is the one the run's calls went to, its tokens unknown."""
+    earlier = ModelCall.objects.filter(run=run).order_by("-created_at", "-id").first()
+    if earlier is not None:
+        provider, model = earlier.provider, earlier.model
+    else:
+        ad = run.conversation.ad
+        try:
+            binding = providers.route(
+                language=ad.language,
+                market=ad.market,
+                requested=run.conversation.provider or None,
+            )[0]
+            provider, model = binding.name, binding.model
+        except providers.ProviderUnavailable:
+            provider, model = run.provider or "unknown", run.model or "unknown"
+    row = run_log.interrupted_call_row(run, provider=provider, model=model)
+    if row is not None:
+        row.save()
+        Run.objects.filter(pk=run.pk).update(cost_exact=False)
+        run.cost_exact = False
 
 
 def run_claim_again(*, run_id: uuid.UUID, holder: int) -> Claim | None:

@@ -298,51 +298,58 @@ class RunLog:
 
     def interrupted_call(self, *, route: list[providers.ProviderBinding], messages: list) -> None:
         """Record the model call a resumed run's worker was waiting on when it died or
-        lost the database, or whose reply it had not stored yet (a reply that calls tools
-        is stored with its first call's result): the request was sent (its round's
-        ``model_call.started`` is written before it) and may be paid for, but its round
-        never ended and no row says so. Its prompt tokens are estimated from
-        ``messages``, the request the run sends again now; the stats then count every
-        provider request."""
+        lost the database (``interrupted_call_row``). Its prompt tokens are estimated
+        from ``messages``, the request the run sends again now; the stats then count
+        every provider request."""
         run = self.run
-        last = (
-            RunEvent.objects.filter(run=run, type=RunEventType.MODEL_CALL_STARTED)
-            .order_by("-seq")
-            .values_list("data", "created_at")
-            .first()
-        )
-        if last is None or last[0].get("round", 0) <= run.rounds:
-            return  # the last call made came back and was stored
-        round_no, started_at = last[0]["round"], last[1]
-        calls = ModelCall.objects.filter(run=run, round=round_no)
-        if calls.filter(error_code=INTERRUPTED, created_at__gte=started_at).exists():
-            return  # recorded by an earlier resume
         binding = route[0]
+        row = interrupted_call_row(run, provider=binding.name, model=binding.model)
+        if row is None:
+            return
         usage = Usage(prompt_tokens=_prompt_tokens(messages), exact=False)
+        row.prompt_tokens = usage.prompt_tokens
         run.prompt_tokens += usage.prompt_tokens
         run.cost += usage_cost(model=binding.model, usage=usage)
         run.cost_exact = False
         writes = Batch(fence=holder_fence(run))
-        writes.insert(
-            ModelCall(
-                run=run,
-                round=round_no,
-                attempt=calls.count() + 1,
-                provider=binding.name,
-                model=binding.model,
-                prompt_tokens=usage.prompt_tokens,
-                usage_exact=False,
-                finish_reason=StopReason.ERROR,
-                error_code=INTERRUPTED,
-                error="No reply was stored: the worker stopped while it waited for the "
-                "model, or before the reply's step was written (the prompt tokens are "
-                "estimated).",
-            )
-        )
+        writes.insert(row)
         writes.update(Run, run.pk, prompt_tokens=run.prompt_tokens, cost=run.cost, cost_exact=False)
         if not writes.write():
             self.lost = True
             raise ClaimLost(f"run {run.pk} was claimed by another worker")
+
+
+def interrupted_call_row(run: Run, *, provider: str, model: str) -> ModelCall | None:
+    """The ``ModelCall`` row, not saved, of the call ``run``'s worker was waiting on when it
+    died or lost the database, or whose reply it had not stored yet (a reply that calls
+    tools is stored with its first call's result); None when there was none or a row
+    records it already. The request was sent (its round's ``model_call.started`` is
+    written before it) and may be paid for, but its round never ended and no row says
+    so."""
+    last = (
+        RunEvent.objects.filter(run=run, type=RunEventType.MODEL_CALL_STARTED)
+        .order_by("-seq")
+        .values_list("data", "created_at")
+        .first()
+    )
+    if last is None or last[0].get("round", 0) <= run.rounds:
+        return None  # the last call made came back and was stored
+    round_no, started_at = last[0]["round"], last[1]
+    calls = ModelCall.objects.filter(run=run, round=round_no)
+    if calls.filter(error_code=INTERRUPTED, created_at__gte=started_at).exists():
+        return None  # recorded by an earlier resume
+    return ModelCall(
+        run=run,
+        round=round_no,
+        attempt=calls.count() + 1,
+        provider=provider,
+        model=model,
+        usage_exact=False,
+        finish_reason=StopReason.ERROR,
+        error_code=INTERRUPTED,
+        error="No reply was stored: the worker stopped while it waited for the model, or "
+        "before the reply's step was written (the prompt tokens are estimated).",
+    )
 
 
 def _prompt_tokens(messages: list[Message]) -> int:

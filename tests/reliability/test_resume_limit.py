@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from conversations.leases import runs_recover
-from conversations.models import Message, Run, RunEvent
+from conversations.models import Message, ModelCall, Run, RunEvent
 from conversations.services import send_message, start_generation
 from tests.fakes.server import turn
 from tests.support.fixtures import STALE_AFTER
@@ -65,6 +65,12 @@ def test_a_run_that_kills_its_worker_every_time_ends_failed(worker, fake_openai,
     finished = RunEvent.objects.filter(run=run, type="run.finished")
     assert [e.data["errorCode"] for e in finished] == ["resume_limit"]
     assert len(fake_openai.requests) == 3  # the failed run asked nothing more
+    # Each of its two provider requests has its row, the last attempt's too.
+    calls = list(ModelCall.objects.filter(run=run).order_by("attempt"))
+    assert [(c.round, c.attempt, c.error_code) for c in calls] == [
+        (1, 1, "interrupted"),
+        (1, 2, "interrupted"),
+    ]
     assert not Message.objects.filter(run=run, role="assistant").exists()
     following.refresh_from_db()
     assert following.final_message == "The calmer version is ready."
