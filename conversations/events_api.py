@@ -25,6 +25,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from adstudio.stream_slots import HeldStream, StreamSlot, take_stream_slot
 from conversations.api import seconds_param
 from conversations.models import Run, RunEvent, RunStatus
 from conversations.selectors import run_events_page, runs_for
@@ -69,6 +70,8 @@ class EventStreamRenderer(BaseRenderer):
 
 
 AFTER_PARAMETER = OpenApiParameter("after", int, description="Events after this seq.")
+# How long an EventSource waits before it reconnects to a stream that sent nothing.
+IDLE_RETRY_MS = 10_000
 
 
 class RunEventsView(APIView):
@@ -92,9 +95,14 @@ class RunEventsView(APIView):
         wait = seconds_param(request, "wait", settings.ADSTUDIO_MAX_WAIT_SECONDS)
         if isinstance(request.accepted_renderer, EventStreamRenderer):
             return _stream_response(request, run, after=after, wait=wait)
-        events, run_status = run_events_page(
-            run_id=run.pk, status=run.status, after=after, wait=wait
-        )
+        slot = take_stream_slot(request.user) if wait else None  # a long poll holds a thread
+        try:
+            events, run_status = run_events_page(
+                run_id=run.pk, status=run.status, after=after, wait=wait
+            )
+        finally:
+            if slot is not None:
+                slot.give_back()
         return Response(
             {
                 "runStatus": run_status,
@@ -153,7 +161,10 @@ def _stream_response(request: Request, run: Run, *, after: int, wait: float):
         # Nothing more will come. An EventSource reconnects whenever a stream ends, and
         # stops only on a 204.
         return HttpResponse(status=status.HTTP_204_NO_CONTENT)
-    return _event_stream(run, after=after, duration=wait or settings.ADSTUDIO_MAX_WAIT_SECONDS)
+    slot = take_stream_slot(request.user)
+    return _event_stream(
+        run, after=after, duration=wait or settings.ADSTUDIO_MAX_WAIT_SECONDS, slot=slot
+    )
 
 
 def sequence_param(raw: str, name: str) -> int:
@@ -166,14 +177,18 @@ def sequence_param(raw: str, name: str) -> int:
     return value
 
 
-def _event_stream(run: Run, *, after: int, duration: float) -> StreamingHttpResponse:
+def _event_stream(
+    run: Run, *, after: int, duration: float, slot: StreamSlot
+) -> StreamingHttpResponse:
     """SSE: every event as it is appended, until the run finished and all its events were
-    sent, or ``duration`` seconds pass (the client reconnects with Last-Event-ID)."""
+    sent, or ``duration`` seconds pass (the client reconnects with Last-Event-ID, after
+    ``IDLE_RETRY_MS`` when nothing came: a stream that only waited asks for less)."""
 
     def stream():
         last, run_status = after, run.status
         deadline = time.monotonic() + duration
         yield "retry: 1000\n\n"
+        sent = False
         while time.monotonic() < deadline:
             events, run_status = run_events_page(
                 run_id=run.pk,
@@ -182,15 +197,17 @@ def _event_stream(run: Run, *, after: int, duration: float) -> StreamingHttpResp
                 wait=min(5.0, deadline - time.monotonic()),
             )
             for event in events:
-                last = event.seq
+                last, sent = event.seq, True
                 data = json.dumps(EventSerializer(event).data, default=str)
                 yield f"id: {event.seq}\nevent: {event.type}\ndata: {data}\n\n"
             if not events:
                 if run_status in RunStatus.finished():
                     return
                 yield ": keep-alive\n\n"
+        if not sent:  # an idle stream: its EventSource comes back later, not at once
+            yield f": idle\nretry: {IDLE_RETRY_MS}\n\n"
 
-    response = StreamingHttpResponse(stream(), content_type="text/event-stream")
+    response = StreamingHttpResponse(HeldStream(stream(), slot), content_type="text/event-stream")
     response["Cache-Control"] = "no-cache"
     response["X-Accel-Buffering"] = "no"
     return response

@@ -30,6 +30,7 @@ from rest_framework.validators import ProhibitSurrogateCharactersValidator
 from rest_framework.views import APIView
 
 from adstudio.parsers import PayloadTooLarge, SafeJSONParser
+from adstudio.stream_slots import HeldStream, StreamSlot, take_stream_slot
 from adstudio.throttling import RunRateThrottle
 from conversations.events_api import sequence_param
 from conversations.models import Conversation, Run, RunEventType, RunStatus
@@ -155,6 +156,7 @@ class UIChatView(APIView):
         if values["trigger"] == "submit-message" and isinstance(last.get("id"), str):
             key = f"ui-chat:{last['id']}"[:128]
         fingerprint = hashlib.sha256(text.encode()).hexdigest()
+        slot = take_stream_slot(request.user)  # before the run: refused, nothing is started
         try:
             run, created = run_once_per_key(
                 requested_by=request.user,
@@ -170,12 +172,16 @@ class UIChatView(APIView):
                 ),
             )
         except IdempotencyKeyReused:
+            slot.give_back()
             raise ValidationError(
                 {"messages": "This message id was sent before with another text."}
             ) from None
+        except BaseException:
+            slot.give_back()
+            raise
         if as_superuser and created:
             run_audited_as_superuser(user=request.user, run=run)
-        return ui_message_stream(run, after=0)
+        return ui_message_stream(run, after=0, slot=slot)
 
 
 class UIChatStreamView(APIView):
@@ -211,10 +217,10 @@ class UIChatStreamView(APIView):
         if run is None:
             return HttpResponse(status=status.HTTP_204_NO_CONTENT)
         after = sequence_param(request.headers.get("Last-Event-ID", "0"), "Last-Event-ID")
-        return ui_message_stream(run, after=after)
+        return ui_message_stream(run, after=after, slot=take_stream_slot(request.user))
 
 
-def ui_message_stream(run: Run, *, after: int) -> StreamingHttpResponse:
+def ui_message_stream(run: Run, *, after: int, slot: StreamSlot) -> StreamingHttpResponse:
     """The run's UI message stream: its stored events after ``after`` (from its start
     when 0), then each event as it is stored, until the run's end and ``[DONE]``."""
 
@@ -242,7 +248,7 @@ def ui_message_stream(run: Run, *, after: int) -> StreamingHttpResponse:
                 yield ": keep-alive\n\n"
         yield DONE
 
-    response = StreamingHttpResponse(stream(), content_type="text/event-stream")
+    response = StreamingHttpResponse(HeldStream(stream(), slot), content_type="text/event-stream")
     for name, value in HEADERS.items():
         response[name] = value
     return response
