@@ -1,9 +1,10 @@
 """After a database outage, however long, the service is back within seconds of the
-database: gunicorn on a private PostgreSQL that is stopped for longer than it takes the
-connection pool's backoff to stretch, while a client asks once a second."""
+database: gunicorn, and a worker's recovery sweep, on a private PostgreSQL that is stopped
+for longer than it takes the connection pool's backoff to stretch."""
 
 from __future__ import annotations
 
+import re
 import secrets
 import threading
 import time
@@ -12,14 +13,17 @@ import uuid
 import httpx
 import psycopg
 import pytest
+from celery import Celery
 
 from tests.support.fixtures import PRIVATE_DATABASE
 from tests.support.web import WebServer
+from tests.support.worker import RedisServer, WorkerProcess
 
 # Long enough for psycopg_pool's own backoff (1, 2, 4, 8 s ...) to leave a 16 s gap
 # between attempts: its next one came 11 s after the database was back.
 OUTAGE_S = 20
 BACK_WITHIN_S = 2.0
+SWEEP = "conversations.tasks.recover_runs"
 
 
 def _token(url: str) -> str:
@@ -103,3 +107,49 @@ def test_requests_succeed_within_two_seconds_of_the_database_coming_back(
     assert all(status == 503 and retry for _, _, status, retry in during), during
     assert not [a for a in answers if a[2] >= 500 and a[2] != 503], answers
     assert all(took < 2.5 and status == 503 for took, status in ready_took), ready_took
+
+
+@pytest.mark.slow
+def test_a_workers_recovery_sweep_succeeds_within_two_seconds_of_the_database(
+    private_postgres, tmp_path
+):
+    """The sweep, as beat sends it, once during the outage (it fails: the database is
+    down); then five times a second once the database is back."""
+    redis = RedisServer(log_dir=tmp_path)
+    redis.start()
+    worker = WorkerProcess(
+        log_dir=tmp_path,
+        env={
+            "DATABASE_URL": private_postgres.url(PRIVATE_DATABASE),
+            "CELERY_BROKER_URL": redis.url,
+        },
+        name="outage",
+    )
+    sender = Celery(broker=redis.url)
+    try:
+        worker.start()
+        private_postgres.stop()
+        stopped_at = time.monotonic()
+        sender.send_task(SWEEP)  # as beat sends it, once in the outage
+        time.sleep(OUTAGE_S)
+        private_postgres.start()
+        back_at = time.monotonic()
+        sent_after: dict[str, float] = {}
+        first_ok = None
+        while first_ok is None and time.monotonic() - back_at < 30:
+            sent_after[sender.send_task(SWEEP).id] = time.monotonic() - back_at
+            succeeded = re.findall(
+                rf"Task {re.escape(SWEEP)}\[([0-9a-f-]+)\] succeeded", worker.log.read_text()
+            )
+            done = [sent_after[task] for task in succeeded if task in sent_after]
+            if done:
+                first_ok = min(done)
+            time.sleep(0.2)
+        log = worker.log.read_text()
+    finally:
+        worker.kill()
+        redis.stop()
+        sender.close()
+
+    assert "raised unexpected" in log  # the sweeps sent during the outage failed
+    assert first_ok is not None and first_ok <= BACK_WITHIN_S, (first_ok, log[-3000:])
