@@ -129,7 +129,6 @@ def test_a_workers_recovery_sweep_succeeds_within_two_seconds_of_the_database(
     try:
         worker.start()
         private_postgres.stop()
-        stopped_at = time.monotonic()
         sender.send_task(SWEEP)  # as beat sends it, once in the outage
         time.sleep(OUTAGE_S)
         private_postgres.start()
