@@ -170,3 +170,25 @@ class HeldStream:
         close = getattr(self._chunks, "close", None)
         if close is not None:
             close()
+
+
+class AsyncHeldStream:
+    """``HeldStream`` for an asynchronous body (served under ASGI): its slot's renewals
+    borrow a thread for their round trip, never the stream's wait."""
+
+    def __init__(self, chunks, slot: StreamSlot) -> None:
+        self._chunks = chunks
+        self._slot = slot
+        self._renewed = time.monotonic()
+
+    async def __aiter__(self):
+        from asgiref.sync import sync_to_async
+
+        async for chunk in self._chunks:
+            if time.monotonic() - self._renewed > SLOT_TTL_S / 3:
+                await sync_to_async(self._slot.renew, thread_sensitive=False)()
+                self._renewed = time.monotonic()
+            yield chunk
+
+    def close(self) -> None:
+        self._slot.give_back()

@@ -2,9 +2,10 @@
 
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/adstudio \\
         .venv/bin/python -m benchmarks.streams [--streams 80] [--users 8] [--seconds 20]
-        [--web-workers 2] [--web-threads 16] [--runs 1]
+        [--server wsgi|asgi] [--web-workers 2] [--web-threads 16] [--runs 1]
 
-Starts the app under gunicorn (gthread, as README deploys it) on the benchmark database,
+Starts the app under gunicorn (gthread, as README deploys it; ``--server wsgi``) or
+uvicorn (``--server asgi``, the same number of processes) on the benchmark database,
 with a broker no worker reads (``--broker-url``, DB 14) and the shared cache
 (``--cache-url``, DB 13). Each of ``--users`` users has a queued run; ``--streams``
 Server-Sent Event streams follow those runs (as EventSource does, ``?wait=`` long), and
@@ -162,6 +163,7 @@ def main() -> None:
     parser.add_argument("--streams", type=int, default=80)
     parser.add_argument("--users", type=int, default=8)
     parser.add_argument("--seconds", type=float, default=20)
+    parser.add_argument("--server", choices=["wsgi", "asgi"], default="wsgi")
     parser.add_argument("--web-workers", type=int, default=2)
     parser.add_argument("--web-threads", type=int, default=16)
     parser.add_argument("--runs", type=int, default=1)
@@ -212,11 +214,22 @@ def main() -> None:
     port = free_port()
     results = []
     with tempfile.TemporaryDirectory() as logs:
-        web = start(
-            web_command(port, workers=args.web_workers, threads=args.web_threads),
-            env,
-            Path(logs) / "web.log",
-        )
+        if args.server == "asgi":
+            command = [
+                str(Path(sys.executable).parent / "uvicorn"),
+                "adstudio.asgi:application",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(port),
+                "--workers",
+                str(args.web_workers),
+                "--log-level",
+                "warning",
+            ]
+        else:
+            command = web_command(port, workers=args.web_workers, threads=args.web_threads)
+        web = start(command, env, Path(logs) / "web.log")
         try:
             base = f"http://127.0.0.1:{port}"
             wait_http(f"{base}/healthz")
@@ -227,7 +240,11 @@ def main() -> None:
             os.killpg(web.pid, 15)
             web.wait(timeout=30)
     summary = {
-        "server": f"gunicorn gthread, {args.web_workers} x {args.web_threads} threads",
+        "server": (
+            f"uvicorn, {args.web_workers} processes"
+            if args.server == "asgi"
+            else f"gunicorn gthread, {args.web_workers} x {args.web_threads} threads"
+        ),
         "streams": args.streams,
         "users": args.users,
         "seconds": args.seconds,

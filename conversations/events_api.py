@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import AsyncIterator, Iterator
 
 from django.conf import settings
+from django.core.handlers.asgi import ASGIRequest
 from django.http import HttpResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import (
@@ -25,10 +27,11 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from adstudio.stream_slots import HeldStream, StreamSlot, take_stream_slot
+from adstudio.db import release_connection
+from adstudio.stream_slots import AsyncHeldStream, HeldStream, StreamSlot, take_stream_slot
 from conversations.api import seconds_param
 from conversations.models import Run, RunEvent, RunStatus
-from conversations.selectors import run_events_page, runs_for
+from conversations.selectors import arun_events_page, run_events_page, runs_for
 
 
 @extend_schema_field({"type": "object", "additionalProperties": True})
@@ -163,7 +166,11 @@ def _stream_response(request: Request, run: Run, *, after: int, wait: float):
         return HttpResponse(status=status.HTTP_204_NO_CONTENT)
     slot = take_stream_slot(request.user)
     return _event_stream(
-        run, after=after, duration=wait or settings.ADSTUDIO_MAX_WAIT_SECONDS, slot=slot
+        run,
+        after=after,
+        duration=wait or settings.ADSTUDIO_MAX_WAIT_SECONDS,
+        slot=slot,
+        asynchronous=isinstance(request._request, ASGIRequest),
     )
 
 
@@ -178,36 +185,76 @@ def sequence_param(raw: str, name: str) -> int:
 
 
 def _event_stream(
-    run: Run, *, after: int, duration: float, slot: StreamSlot
+    run: Run, *, after: int, duration: float, slot: StreamSlot, asynchronous: bool = False
 ) -> StreamingHttpResponse:
     """SSE: every event as it is appended, until the run finished and all its events were
     sent, or ``duration`` seconds pass (the client reconnects with Last-Event-ID, after
-    ``IDLE_RETRY_MS`` when nothing came: a stream that only waited asks for less)."""
+    ``IDLE_RETRY_MS`` when nothing came: a stream that only waited asks for less).
 
-    def stream():
-        last, run_status = after, run.status
-        deadline = time.monotonic() + duration
-        yield "retry: 1000\n\n"
-        sent = False
-        while time.monotonic() < deadline:
-            events, run_status = run_events_page(
-                run_id=run.pk,
-                status=run_status,
-                after=last,
-                wait=min(5.0, deadline - time.monotonic()),
-            )
-            for event in events:
-                last, sent = event.seq, True
-                data = json.dumps(EventSerializer(event).data, default=str)
-                yield f"id: {event.seq}\nevent: {event.type}\ndata: {data}\n\n"
-            if not events:
-                if run_status in RunStatus.finished():
-                    return
-                yield ": keep-alive\n\n"
-        if not sent:  # an idle stream: its EventSource comes back later, not at once
-            yield f": idle\nretry: {IDLE_RETRY_MS}\n\n"
-
-    response = StreamingHttpResponse(HeldStream(stream(), slot), content_type="text/event-stream")
+    Served under ASGI (``asynchronous``) the body is a coroutine's: it waits for the run's
+    events without a thread, and each read borrows one for its query. Under WSGI the
+    server's thread runs the body, and waits in it."""
+    body = EventStreamBody(run, after=after, duration=duration)
+    # The stream reads with connections of its own, each borrowed for one query: the
+    # view's goes back to the pool now, not when the stream ends.
+    release_connection()
+    if asynchronous:
+        content = AsyncHeldStream(body.chunks_async(), slot)
+    else:
+        content = HeldStream(body.chunks(), slot)
+    response = StreamingHttpResponse(content, content_type="text/event-stream")
     response["Cache-Control"] = "no-cache"
     response["X-Accel-Buffering"] = "no"
     return response
+
+
+class EventStreamBody:
+    """One event stream's text, as a WSGI thread or an ASGI coroutine sends it."""
+
+    def __init__(self, run: Run, *, after: int, duration: float) -> None:
+        self.run = run
+        self.last = after
+        self.run_status = run.status
+        self.deadline = time.monotonic() + duration
+        self.sent = False
+
+    def _wait(self) -> float:
+        return min(5.0, self.deadline - time.monotonic())
+
+    def _chunks_of(self, events: list[RunEvent]) -> Iterator[str]:
+        for event in events:
+            self.last, self.sent = event.seq, True
+            data = json.dumps(EventSerializer(event).data, default=str)
+            yield f"id: {event.seq}\nevent: {event.type}\ndata: {data}\n\n"
+
+    def _ending(self) -> Iterator[str]:
+        if not self.sent:  # an idle stream: its EventSource comes back later, not at once
+            yield f": idle\nretry: {IDLE_RETRY_MS}\n\n"
+
+    def chunks(self) -> Iterator[str]:
+        yield "retry: 1000\n\n"
+        while time.monotonic() < self.deadline:
+            events, self.run_status = run_events_page(
+                run_id=self.run.pk, status=self.run_status, after=self.last, wait=self._wait()
+            )
+            yield from self._chunks_of(events)
+            if not events:
+                if self.run_status in RunStatus.finished():
+                    return
+                yield ": keep-alive\n\n"
+        yield from self._ending()
+
+    async def chunks_async(self) -> AsyncIterator[str]:
+        yield "retry: 1000\n\n"
+        while time.monotonic() < self.deadline:
+            events, self.run_status = await arun_events_page(
+                run_id=self.run.pk, status=self.run_status, after=self.last, wait=self._wait()
+            )
+            for chunk in self._chunks_of(events):
+                yield chunk
+            if not events:
+                if self.run_status in RunStatus.finished():
+                    return
+                yield ": keep-alive\n\n"
+        for chunk in self._ending():
+            yield chunk

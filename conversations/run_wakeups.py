@@ -13,11 +13,12 @@ reads in proportion to the clients waiting, whether anything happens or not.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager, suppress
 
 from django.db import connections
 
@@ -30,12 +31,27 @@ RECONNECT_MAX_S = 30.0
 APPLICATION_NAME = "adstudio run wake-ups"
 
 
+class LoopWaker:
+    """A waiter of a coroutine (a stream served under ASGI): set from the listener's
+    thread, awaited in the event loop, holding no thread while it waits."""
+
+    __slots__ = ("event", "loop")
+
+    def __init__(self) -> None:
+        self.loop = asyncio.get_running_loop()
+        self.event = asyncio.Event()
+
+    def set(self) -> None:
+        self.loop.call_soon_threadsafe(self.event.set)
+
+
 class RunWakeups:
-    """The waiting threads of one process, by run id, and the thread that wakes them."""
+    """The waiting threads and coroutines of one process, by run id, and the thread that
+    wakes them."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._waiters: dict[str, set[threading.Event]] = {}
+        self._waiters: dict[str, set[threading.Event | LoopWaker]] = {}
         self._listener_pid: int | None = None  # a forked child starts its own listener
         self._listener: threading.Thread | None = None
         self._stopping = threading.Event()
@@ -58,6 +74,31 @@ class RunWakeups:
                     waiting.discard(event)
                     if not waiting:
                         del self._waiters[key]
+
+    @asynccontextmanager
+    async def async_waiter(self, run_id) -> AsyncIterator[LoopWaker]:
+        """``waiter`` for a coroutine."""
+        self._start_listener()
+        key = str(run_id)
+        waker = LoopWaker()
+        with self._lock:
+            self._waiters.setdefault(key, set()).add(waker)
+        try:
+            yield waker
+        finally:
+            with self._lock:
+                waiting = self._waiters.get(key)
+                if waiting is not None:
+                    waiting.discard(waker)
+                    if not waiting:
+                        del self._waiters[key]
+
+    async def async_wait(self, waker: LoopWaker, timeout: float) -> None:
+        """``wait`` for a coroutine: no thread is held while it waits."""
+        interval = POLL_WITH_LISTENER_S if self.listening.is_set() else POLL_WITHOUT_LISTENER_S
+        with suppress(TimeoutError):
+            await asyncio.wait_for(waker.event.wait(), max(0.0, min(timeout, interval)))
+        waker.event.clear()
 
     def wait(self, event: threading.Event, timeout: float) -> None:
         """Wait until ``event`` is set or ``timeout`` seconds pass, at most one polling

@@ -9,6 +9,7 @@ from collections import defaultdict
 from datetime import datetime
 from typing import Any
 
+from asgiref.sync import sync_to_async
 from django.db import connection
 from django.db.models import Avg, Count, F, Min, Q, QuerySet, Sum
 
@@ -91,17 +92,46 @@ def run_events_page(
     deadline = time.monotonic() + wait
     with run_wakeups.waiter(run_id) as woken:
         while True:
-            events = list(
-                RunEvent.objects.filter(run_id=run_id, seq__gt=after)
-                .annotate(run_status=F("run__status"))
-                .order_by("seq")[:EVENTS_PAGE]
-            )
+            events = _events_after(run_id, after)
             if events:
                 return events, events[0].run_status
             if status in RunStatus.finished() or time.monotonic() >= deadline:
                 return [], status
             release_connection()  # a long poll holds a web thread, not a database connection
             run_wakeups.wait(woken, deadline - time.monotonic())
+
+
+async def arun_events_page(
+    *, run_id: uuid.UUID, status: str, after: int = 0, wait: float = 0
+) -> tuple[list[RunEvent], str]:
+    """``run_events_page`` for a coroutine (a stream served under ASGI): each read borrows
+    a thread for its query alone, and the wait holds none."""
+    deadline = time.monotonic() + wait
+    read = sync_to_async(_events_after_released, thread_sensitive=False)
+    async with run_wakeups.async_waiter(run_id) as woken:
+        while True:
+            events = await read(run_id, after)
+            if events:
+                return events, events[0].run_status
+            if status in RunStatus.finished() or time.monotonic() >= deadline:
+                return [], status
+            await run_wakeups.async_wait(woken, deadline - time.monotonic())
+
+
+def _events_after(run_id: uuid.UUID, after: int) -> list[RunEvent]:
+    return list(
+        RunEvent.objects.filter(run_id=run_id, seq__gt=after)
+        .annotate(run_status=F("run__status"))
+        .order_by("seq")[:EVENTS_PAGE]
+    )
+
+
+def _events_after_released(run_id: uuid.UUID, after: int) -> list[RunEvent]:
+    """``_events_after`` in a borrowed thread, whose connection goes back to the pool."""
+    try:
+        return _events_after(run_id, after)
+    finally:
+        release_connection()
 
 
 def conversation_drafts(*, conversation: Conversation) -> dict[str, dict[str, Any]]:

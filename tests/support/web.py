@@ -1,4 +1,5 @@
-"""gunicorn as README runs it in production, started by a test on a free loopback port."""
+"""gunicorn as README runs it in production (or uvicorn, the ASGI server), started by a
+test on a free loopback port."""
 
 from __future__ import annotations
 
@@ -18,32 +19,47 @@ class WebServer:
     """``start()`` gunicorn (gthread) with ``env`` on top of this process's environment;
     ``base`` is its URL, ``log`` its output."""
 
-    def __init__(self, *, env: dict[str, str], log: Path, threads: int = 16) -> None:
+    def __init__(
+        self, *, env: dict[str, str], log: Path, threads: int = 16, asgi: bool = False
+    ) -> None:
         self.socket = listening_socket()  # gunicorn takes it over: the port stays ours
         self.port = self.socket.getsockname()[1]
         self.base = f"http://127.0.0.1:{self.port}"
         self.env = env
         self.log = log
         self.threads = threads
+        self.asgi = asgi
         self.process: subprocess.Popen | None = None
 
     def start(self, *, ready_path: str = "/api/", timeout: float = 60.0) -> WebServer:
         env = {**os.environ, "ALLOWED_HOSTS": "127.0.0.1", **self.env}
         env.pop("DJANGO_SETTINGS_MODULE", None)
-        command = [
-            sys.executable,
-            "-m",
-            "gunicorn",
-            "adstudio.wsgi",
-            "--worker-class",
-            "gthread",
-            "--threads",
-            str(self.threads),
-            "--workers",
-            "1",
-            "--bind",
-            f"fd://{self.socket.fileno()}",
-        ]
+        if self.asgi:
+            command = [
+                sys.executable,
+                "-m",
+                "uvicorn",
+                "adstudio.asgi:application",
+                "--fd",
+                str(self.socket.fileno()),
+                "--log-level",
+                "warning",
+            ]
+        else:
+            command = [
+                sys.executable,
+                "-m",
+                "gunicorn",
+                "adstudio.wsgi",
+                "--worker-class",
+                "gthread",
+                "--threads",
+                str(self.threads),
+                "--workers",
+                "1",
+                "--bind",
+                f"fd://{self.socket.fileno()}",
+            ]
         with self.log.open("w") as out:
             self.process = subprocess.Popen(
                 command,

@@ -1,0 +1,81 @@
+"""Event streams served by the ASGI server (uvicorn): a stream holds no thread while it
+waits, so many open streams leave /healthz and the API answering at once, and each
+stream still receives its run's events as they are committed."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import httpx
+import pytest
+from django.db import connection
+from rest_framework.authtoken.models import Token
+
+from conversations.models import Conversation, Run, RunEvent
+from tests.support.web import WebServer
+from tests.support.worker import database_url
+
+STREAMS = 80  # gunicorn's gthread served as many streams as it had threads (16 here)
+
+
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_many_open_streams_hold_no_thread_and_each_receives_the_event(user, make_ad, tmp_path):
+    run = Run.objects.create(conversation=Conversation.objects.create(ad=make_ad()), input_text="x")
+    token = Token.objects.create(user=user).key
+    web = WebServer(
+        env={
+            "DATABASE_URL": database_url(),
+            "DEBUG": "0",
+            "ADSTUDIO_MAX_STREAMS_PER_USER": str(STREAMS + 5),
+        },
+        log=tmp_path / "uvicorn.log",
+        asgi=True,
+    ).start(ready_path="/healthz")
+    try:
+        received, health_ms = asyncio.run(_follow_and_probe(web.base, token, run))
+    finally:
+        web.stop()
+
+    log = web.log.read_text()
+    assert received == [True] * STREAMS, log[-3000:]
+    assert max(health_ms) < 500 and sorted(health_ms)[len(health_ms) // 2] < 50, health_ms
+
+
+def _append_event(run: Run) -> None:
+    """The run's next event, committed from a thread that then closes its connection."""
+    try:
+        RunEvent.objects.create(run=run, seq=1, type="text", data={"delta": "Hi"})
+    finally:
+        connection.close()
+
+
+async def _follow_and_probe(base: str, token: str, run: Run) -> tuple[list[bool], list[float]]:
+    headers = {"Authorization": f"Token {token}", "Accept": "text/event-stream"}
+    limits = httpx.Limits(max_connections=STREAMS + 5, max_keepalive_connections=0)
+    opened = asyncio.Semaphore(0)
+
+    async def follow(client: httpx.AsyncClient) -> bool:
+        url = f"/api/runs/{run.pk}/events/stream?wait=30"
+        async with client.stream("GET", url, headers=headers) as response:
+            assert response.status_code == 200
+            opened.release()
+            async for line in response.aiter_lines():
+                if line == "event: text":
+                    return True
+        return False
+
+    async with httpx.AsyncClient(base_url=base, limits=limits, timeout=30) as client:
+        followers = [asyncio.create_task(follow(client)) for _ in range(STREAMS)]
+        for _ in range(STREAMS):
+            await asyncio.wait_for(opened.acquire(), timeout=30)
+        health_ms = []
+        for _ in range(20):  # every stream open and waiting
+            started = time.monotonic()
+            assert (await client.get("/healthz")).status_code == 200
+            health_ms.append((time.monotonic() - started) * 1000)
+            await asyncio.sleep(0.05)
+        await asyncio.to_thread(_append_event, run)
+        received = await asyncio.wait_for(asyncio.gather(*followers), timeout=30)
+    return list(received), health_ms
