@@ -125,7 +125,7 @@ def test_a_workers_recovery_sweep_succeeds_within_two_seconds_of_the_database(
         },
         name="outage",
     )
-    sender = Celery(broker=redis.url)
+    sender = Celery(broker=redis.url, set_as_current=False)  # the suite's app stays current
     try:
         worker.start()
         private_postgres.stop()
