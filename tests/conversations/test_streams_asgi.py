@@ -40,7 +40,9 @@ def test_many_open_streams_hold_no_thread_and_each_receives_the_event(user, make
 
     log = web.log.read_text()
     assert received == [True] * STREAMS, log[-3000:]
-    assert max(health_ms) < 500 and sorted(health_ms)[len(health_ms) // 2] < 50, health_ms
+    # Answered, not queued behind the streams (gunicorn's gthread never answered them all);
+    # the figures themselves are benchmarks.streams'.
+    assert max(health_ms) < 2000, health_ms
 
 
 def _append_event(run: Run) -> None:
