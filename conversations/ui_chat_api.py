@@ -15,8 +15,11 @@ from __future__ import annotations
 import hashlib
 import time
 import uuid
+from collections.abc import AsyncIterator, Iterator
 
+from asgiref.sync import sync_to_async
 from django.conf import settings
+from django.core.handlers.asgi import ASGIRequest
 from django.core.validators import ProhibitNullCharactersValidator
 from django.http import HttpResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404
@@ -29,12 +32,18 @@ from rest_framework.request import Request
 from rest_framework.validators import ProhibitSurrogateCharactersValidator
 from rest_framework.views import APIView
 
+from adstudio.db import release_connection
 from adstudio.parsers import PayloadTooLarge, SafeJSONParser
-from adstudio.stream_slots import HeldStream, StreamSlot, take_stream_slot
+from adstudio.stream_slots import AsyncHeldStream, HeldStream, StreamSlot, take_stream_slot
 from adstudio.throttling import RunRateThrottle
 from conversations.events_api import sequence_param
 from conversations.models import Conversation, Run, RunEventType, RunStatus
-from conversations.selectors import conversation_latest, conversations_for, run_events_page
+from conversations.selectors import (
+    arun_events_page,
+    conversation_latest,
+    conversations_for,
+    run_events_page,
+)
 from conversations.services import (
     IdempotencyKeyReused,
     chat_message_send,
@@ -181,7 +190,9 @@ class UIChatView(APIView):
             raise
         if as_superuser and created:
             run_audited_as_superuser(user=request.user, run=run)
-        return ui_message_stream(run, after=0, slot=slot)
+        return ui_message_stream(
+            run, after=0, slot=slot, asynchronous=isinstance(request._request, ASGIRequest)
+        )
 
 
 class UIChatStreamView(APIView):
@@ -217,38 +228,95 @@ class UIChatStreamView(APIView):
         if run is None:
             return HttpResponse(status=status.HTTP_204_NO_CONTENT)
         after = sequence_param(request.headers.get("Last-Event-ID", "0"), "Last-Event-ID")
-        return ui_message_stream(run, after=after, slot=take_stream_slot(request.user))
+        return ui_message_stream(
+            run,
+            after=after,
+            slot=take_stream_slot(request.user),
+            asynchronous=isinstance(request._request, ASGIRequest),
+        )
 
 
-def ui_message_stream(run: Run, *, after: int, slot: StreamSlot) -> StreamingHttpResponse:
+def ui_message_stream(
+    run: Run, *, after: int, slot: StreamSlot, asynchronous: bool = False
+) -> StreamingHttpResponse:
     """The run's UI message stream: its stored events after ``after`` (from its start
-    when 0), then each event as it is stored, until the run's end and ``[DONE]``."""
+    when 0), then each event as it is stored, until the run's end and ``[DONE]``. Under
+    ASGI (``asynchronous``) the body waits for the run's events without a thread, as the
+    event stream's does (``events_api.EventStreamBody``)."""
+    body = _UIStreamBody(run, after=after)
+    release_connection()  # the body reads with connections of its own
+    if asynchronous:
+        content = AsyncHeldStream(body.chunks_async(), slot)
+    else:
+        content = HeldStream(body.chunks(), slot)
+    response = StreamingHttpResponse(content, content_type="text/event-stream")
+    for name, value in HEADERS.items():
+        response[name] = value
+    return response
 
-    def stream():
-        ui = UIMessageStream(run)
-        if after == 0:
-            yield from sse(ui.start())
-        last, run_status = after, run.status
-        deadline = time.monotonic() + _STREAM_SECONDS
-        while time.monotonic() < deadline:
-            events, run_status = run_events_page(
-                run_id=run.pk, status=run_status, after=last, wait=5.0
+
+class _UIStreamBody:
+    def __init__(self, run: Run, *, after: int) -> None:
+        self.run = run
+        self.after = after
+        self.last = after
+        self.run_status = run.status
+        self.ui = UIMessageStream(run)
+        self.deadline = time.monotonic() + _STREAM_SECONDS
+        self.done = False
+
+    def _opening(self) -> Iterator[str]:
+        if self.after == 0:
+            yield from sse(self.ui.start())
+
+    def _chunks_of(self, events: list) -> Iterator[str]:
+        for event in events:
+            self.last = event.seq
+            yield from sse(self.ui.chunks(event), event_id=event.seq)
+            if event.type == RunEventType.RUN_FINISHED:  # the message ends with the run
+                self.done = True
+                yield DONE
+                return
+
+    def chunks(self) -> Iterator[str]:
+        yield from self._opening()
+        while time.monotonic() < self.deadline:
+            events, self.run_status = run_events_page(
+                run_id=self.run.pk, status=self.run_status, after=self.last, wait=5.0
             )
-            for event in events:
-                last = event.seq
-                if event.type == RunEventType.RUN_FINISHED:  # the message ends with the run
-                    run.refresh_from_db(fields=["error_message"])
-                    yield from sse(ui.chunks(event), event_id=event.seq)
-                    yield DONE
-                    return
-                yield from sse(ui.chunks(event), event_id=event.seq)
+            if any(e.type == RunEventType.RUN_FINISHED for e in events):
+                self.run.refresh_from_db(fields=["error_message"])
+            yield from self._chunks_of(events)
+            if self.done:
+                return
             if not events:
-                if run_status in RunStatus.finished():
+                if self.run_status in RunStatus.finished():
                     break
                 yield ": keep-alive\n\n"
         yield DONE
 
-    response = StreamingHttpResponse(HeldStream(stream(), slot), content_type="text/event-stream")
-    for name, value in HEADERS.items():
-        response[name] = value
-    return response
+    async def chunks_async(self) -> AsyncIterator[str]:
+        for chunk in self._opening():
+            yield chunk
+        while time.monotonic() < self.deadline:
+            events, self.run_status = await arun_events_page(
+                run_id=self.run.pk, status=self.run_status, after=self.last, wait=5.0
+            )
+            if any(e.type == RunEventType.RUN_FINISHED for e in events):
+                await sync_to_async(_read_error, thread_sensitive=False)(self.run)
+            for chunk in self._chunks_of(events):
+                yield chunk
+            if self.done:
+                return
+            if not events:
+                if self.run_status in RunStatus.finished():
+                    break
+                yield ": keep-alive\n\n"
+        yield DONE
+
+
+def _read_error(run: Run) -> None:
+    try:
+        run.refresh_from_db(fields=["error_message"])
+    finally:
+        release_connection()

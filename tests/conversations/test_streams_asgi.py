@@ -10,6 +10,7 @@ import time
 import httpx
 import pytest
 from django.db import connection
+from django.utils import timezone
 from rest_framework.authtoken.models import Token
 
 from conversations.models import Conversation, Run, RunEvent
@@ -81,3 +82,56 @@ async def _follow_and_probe(base: str, token: str, run: Run) -> tuple[list[bool]
         await asyncio.to_thread(_append_event, run)
         received = await asyncio.wait_for(asyncio.gather(*followers), timeout=30)
     return list(received), health_ms
+
+
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_the_ui_chat_stream_resumed_under_asgi_follows_the_run_to_its_end(user, make_ad, tmp_path):
+    conversation = Conversation.objects.create(ad=make_ad())
+    run = Run.objects.create(conversation=conversation, input_text="x")
+    token = Token.objects.create(user=user).key
+    web = WebServer(
+        env={"DATABASE_URL": database_url(), "DEBUG": "0"},
+        log=tmp_path / "uvicorn.log",
+        asgi=True,
+    ).start(ready_path="/healthz")
+    try:
+        lines = asyncio.run(_resume_ui_chat(web.base, token, conversation, run))
+    finally:
+        web.stop()
+
+    data = [line.removeprefix("data: ") for line in lines if line.startswith("data: ")]
+    assert any('"delta":"Hi"' in item.replace(" ", "") for item in data), lines
+    assert data[-1] == "[DONE]", lines
+
+
+async def _resume_ui_chat(base: str, token: str, conversation, run: Run) -> list[str]:
+    headers = {"Authorization": f"Token {token}"}  # as the AI SDK's transport resumes
+    url = f"/api/ads/{conversation.ad_id}/ui-chat/{conversation.pk}/stream"
+    lines: list[str] = []
+    async with (
+        httpx.AsyncClient(base_url=base, timeout=30) as client,
+        client.stream("GET", url, headers=headers) as response,
+    ):
+        assert response.status_code == 200
+        await asyncio.to_thread(_finish_with_text, run)
+        async for line in response.aiter_lines():
+            lines.append(line)
+            if line == "data: [DONE]":
+                break
+    return lines
+
+
+def _finish_with_text(run: Run) -> None:
+    """The run's text and its end, committed as a worker commits them."""
+    try:
+        RunEvent.objects.create(run=run, seq=1, type="text", data={"delta": "Hi"})
+        Run.objects.filter(pk=run.pk).update(status="succeeded", finished_at=timezone.now())
+        RunEvent.objects.create(
+            run=run,
+            seq=2,
+            type="run.finished",
+            data={"status": "succeeded", "stopCause": "final_answer", "errorCode": ""},
+        )
+    finally:
+        connection.close()
