@@ -271,3 +271,18 @@ def source_revision() -> str:
     if digest.hexdigest() == hashlib.sha1(b"").hexdigest():
         return head
     return f"{head} with uncommitted changes {digest.hexdigest()[:10]}"
+
+
+def wait_http(url: str, timeout: float = 30) -> None:
+    """Until the server a benchmark started answers ``url`` (any answer but a 5xx)."""
+    import httpx
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(url, timeout=2).status_code < 500:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.2)
+    sys.exit(f"{url} did not answer within {timeout:g} s")

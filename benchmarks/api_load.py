@@ -49,6 +49,7 @@ from benchmarks._bench_db import (
     process_cpu_seconds,
     setup_django,
     start,
+    wait_http,
     web_command,
     write_results,
 )
@@ -57,17 +58,6 @@ from tests.support.worker import worker_command
 BROKER = os.environ.get("ADSTUDIO_BENCH_BROKER_URL", "redis://127.0.0.1:6379/14")
 # The throttle's counts, shared by the web processes.
 CACHE = os.environ.get("ADSTUDIO_BENCH_CACHE_URL", "redis://127.0.0.1:6379/13")
-
-
-def wait_http(url: str, timeout: float = 30) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            httpx.get(url, timeout=1)
-            return
-        except httpx.HTTPError:
-            time.sleep(0.2)
-    sys.exit(f"{url} did not answer within {timeout} s")
 
 
 def one_run(

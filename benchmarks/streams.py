@@ -41,6 +41,7 @@ from benchmarks._bench_db import (
     setup_django,
     source_revision,
     start,
+    wait_http,
     web_command,
     write_results,
 )
@@ -144,18 +145,6 @@ async def one_run(base: str, streams: list[tuple[str, str]], chat: tuple[str, st
         "chat_post": chats,
         "memory_kib_per_stream": round((during - before) / max(1, len(streams)), 1),
     }
-
-
-def wait_http(url: str, timeout: float = 30) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            if httpx.get(url, timeout=2).status_code < 500:
-                return
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.2)
-    sys.exit(f"{url} did not answer within {timeout:g} s")
 
 
 def main() -> None:

@@ -19,7 +19,6 @@ import argparse
 import asyncio
 import logging
 import os
-import sys
 import tempfile
 import time
 from collections import Counter
@@ -37,6 +36,7 @@ from benchmarks._bench_db import (
     machine,
     setup_django,
     start,
+    wait_http,
     web_command,
     write_results,
 )
@@ -58,18 +58,6 @@ async def burst(base: str, token: str, ad_id: str, requests: int) -> Counter:
             )
         )
     return Counter(response.status_code for response in answers)
-
-
-def wait_http(url: str, timeout: float = 30) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            if httpx.get(url, timeout=2).status_code < 500:
-                return
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.2)
-    sys.exit(f"{url} did not answer within {timeout:g} s")
 
 
 def main() -> None:

@@ -12,12 +12,10 @@ from __future__ import annotations
 
 import json
 import os
-import secrets
 import subprocess
 import sys
 import threading
 import time
-import uuid
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 
@@ -27,7 +25,7 @@ import pytest
 
 from tests.fakes.server import TEST_API_KEY, Turn, call
 from tests.support.fixtures import PRIVATE_DATABASE
-from tests.support.postgres import PostgresServer
+from tests.support.postgres import PostgresServer, user_token
 from tests.support.web import WebServer
 from tests.support.worker import ROOT, RedisServer, WorkerProcess
 
@@ -188,18 +186,7 @@ def test_a_crash_right_after_a_step_commits_loses_nothing(
 def web(private_postgres, tmp_path):
     """gunicorn as README runs it (one process, 32 threads), on ``private_postgres``;
     yields its base URL, a user's token, and its log."""
-    token = secrets.token_hex(20)
-    with psycopg.connect(private_postgres.url(DATABASE)) as connection:
-        (user_id,) = connection.execute(
-            "INSERT INTO auth_user (password, is_superuser, username, first_name, last_name, "
-            "email, is_staff, is_active, date_joined) "
-            "VALUES ('!', false, %s, '', '', '', false, true, now()) RETURNING id",
-            [uuid.uuid4().hex],
-        ).fetchone()
-        connection.execute(
-            "INSERT INTO authtoken_token (key, user_id, created) VALUES (%s, %s, now())",
-            [token, user_id],
-        )
+    token = user_token(private_postgres.url(DATABASE))
     server = WebServer(
         env={"DATABASE_URL": private_postgres.url(DATABASE)},
         log=tmp_path / "gunicorn.log",

@@ -5,17 +5,15 @@ for longer than it takes the connection pool's backoff to stretch."""
 from __future__ import annotations
 
 import re
-import secrets
 import threading
 import time
-import uuid
 
 import httpx
-import psycopg
 import pytest
 from celery import Celery
 
 from tests.support.fixtures import PRIVATE_DATABASE
+from tests.support.postgres import user_token
 from tests.support.web import WebServer
 from tests.support.worker import RedisServer, WorkerProcess
 
@@ -28,28 +26,12 @@ BACK_WITHIN_S = 5.0
 SWEEP = "conversations.tasks.recover_runs"
 
 
-def _token(url: str) -> str:
-    token = secrets.token_hex(20)
-    with psycopg.connect(url) as connection:
-        (user_id,) = connection.execute(
-            "INSERT INTO auth_user (password, is_superuser, username, first_name, last_name, "
-            "email, is_staff, is_active, date_joined) "
-            "VALUES ('!', false, %s, '', '', '', false, true, now()) RETURNING id",
-            [uuid.uuid4().hex],
-        ).fetchone()
-        connection.execute(
-            "INSERT INTO authtoken_token (key, user_id, created) VALUES (%s, %s, now())",
-            [token, user_id],
-        )
-    return token
-
-
 @pytest.mark.slow
 def test_requests_succeed_within_two_seconds_of_the_database_coming_back(
     private_postgres, tmp_path
 ):
     url = private_postgres.url(PRIVATE_DATABASE)
-    token = _token(url)
+    token = user_token(url)
     web = WebServer(env={"DATABASE_URL": url, "DEBUG": "0"}, log=tmp_path / "gunicorn.log")
     web.start(ready_path="/healthz")
     # A connection per request: gunicorn closes an idle keep-alive connection after 2 s,

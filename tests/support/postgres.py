@@ -162,3 +162,24 @@ class PostgresServer:
                 return
             time.sleep(0.05)
         raise RuntimeError(f"processes of the server in {self.data} are still running")
+
+
+def user_token(url: str) -> str:
+    """A new user's API token in the database at ``url`` (a private server's, which the
+    test's own ORM connection does not reach)."""
+    import secrets
+    import uuid
+
+    token = secrets.token_hex(20)
+    with psycopg.connect(url) as connection:
+        (user_id,) = connection.execute(
+            "INSERT INTO auth_user (password, is_superuser, username, first_name, last_name, "
+            "email, is_staff, is_active, date_joined) "
+            "VALUES ('!', false, %s, '', '', '', false, true, now()) RETURNING id",
+            [uuid.uuid4().hex],
+        ).fetchone()
+        connection.execute(
+            "INSERT INTO authtoken_token (key, user_id, created) VALUES (%s, %s, now())",
+            [token, user_id],
+        )
+    return token
