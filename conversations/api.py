@@ -303,7 +303,7 @@ class GenerateView(_RunStartView):
             workspace, as_superuser = workspace_for_writing(
                 request.user, values["workspace"], Action.CREATE_AD
             )
-            as_superuser |= require(request.user, workspace.pk, Action.CHAT)
+            as_superuser |= check(request.user, workspace.my_role, Action.CHAT)
         else:
             workspace, as_superuser = workspace_personal(user=request.user), False
         conversation = None

@@ -28,7 +28,7 @@ from drafts.payloads import MusicVersion, SfxVersion, VoiceVersion
 from drafts.selectors import ads_for, draft_state, drafts_for
 from drafts.services import ad_archive, ad_create, ad_move, ad_update, draft_activate
 from voices.languages import UnknownLanguage, normalise_language
-from workspaces.access import require
+from workspaces.access import check, require
 from workspaces.roles import Action
 from workspaces.selectors import workspaces_for
 from workspaces.services import workspace_personal
@@ -124,7 +124,7 @@ def workspace_for_writing(user, workspace_id, action: Action, field: str = "work
     workspace = workspaces_for(user).filter(pk=workspace_id).first()
     if workspace is None:
         raise ValidationError({field: f"You are not a member of a workspace {workspace_id}."})
-    return workspace, require(user, workspace.pk, action)
+    return workspace, check(user, workspace.my_role, action)  # the role came with it
 
 
 @extend_schema_field(

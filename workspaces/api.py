@@ -14,7 +14,7 @@ from rest_framework.exceptions import ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from workspaces.access import require
+from workspaces.access import check
 from workspaces.models import Membership, Workspace
 from workspaces.roles import Action, Role
 from workspaces.selectors import members_of, workspaces_for
@@ -113,7 +113,7 @@ class MemberViewSet(viewsets.GenericViewSet):
         workspace = get_object_or_404(
             workspaces_for(self.request.user), pk=self.kwargs["workspace_id"]
         )
-        return workspace, require(self.request.user, workspace.pk, Action.MANAGE_MEMBERS)
+        return workspace, check(self.request.user, workspace.my_role, Action.MANAGE_MEMBERS)
 
     def membership(self, workspace: Workspace) -> Membership:
         return get_object_or_404(

@@ -67,11 +67,22 @@ def _lock(workspace: Workspace) -> None:
     Workspace.objects.select_for_update().filter(pk=workspace.pk).first()
 
 
-def _admins_left(workspace: Workspace, *, without: Membership) -> int:
-    return (
-        Membership.objects.filter(workspace=workspace, role=Role.ADMIN)
-        .exclude(pk=without.pk)
-        .count()
+def _keep_an_admin(membership: Membership) -> None:
+    """``LastAdmin`` if ``membership`` is its workspace's only admin (under ``_lock``)."""
+    others = Membership.objects.filter(workspace_id=membership.workspace_id, role=Role.ADMIN)
+    if membership.role == Role.ADMIN and not others.exclude(pk=membership.pk).exists():
+        raise LastAdmin("A workspace keeps at least one admin: make another member admin first.")
+
+
+def _audit_member(membership: Membership, *, by, as_superuser: bool, change: str, **detail) -> None:
+    audit_record(
+        workspace_id=membership.workspace_id,
+        user=by,
+        action=Action.MANAGE_MEMBERS,
+        target=membership,
+        as_superuser=as_superuser,
+        change=change,
+        **detail,
     )
 
 
@@ -82,15 +93,7 @@ def member_add(
     with transaction.atomic():
         _lock(workspace)
         membership = Membership.objects.create(workspace=workspace, user=user, role=role)
-        audit_record(
-            workspace_id=workspace.pk,
-            user=by,
-            action=Action.MANAGE_MEMBERS,
-            target=membership,
-            as_superuser=as_superuser,
-            change="added",
-            role=role,
-        )
+        _audit_member(membership, by=by, as_superuser=as_superuser, change="added", role=role)
         return membership
 
 
@@ -103,23 +106,11 @@ def member_change(
         membership.refresh_from_db()
         if membership.role == role:
             return membership
-        if membership.role == Role.ADMIN and not _admins_left(
-            membership.workspace, without=membership
-        ):
-            raise LastAdmin(
-                "A workspace keeps at least one admin: make another member admin first."
-            )
+        _keep_an_admin(membership)
         before, membership.role = membership.role, role
         membership.save(update_fields=["role", "updated_at"])
-        audit_record(
-            workspace_id=membership.workspace_id,
-            user=by,
-            action=Action.MANAGE_MEMBERS,
-            target=membership,
-            as_superuser=as_superuser,
-            change="role",
-            before=before,
-            role=role,
+        _audit_member(
+            membership, by=by, as_superuser=as_superuser, change="role", before=before, role=role
         )
         return membership
 
@@ -129,19 +120,8 @@ def member_remove(*, membership: Membership, by, as_superuser: bool = False) -> 
     with transaction.atomic():
         _lock(membership.workspace)
         membership.refresh_from_db()
-        if membership.role == Role.ADMIN and not _admins_left(
-            membership.workspace, without=membership
-        ):
-            raise LastAdmin(
-                "A workspace keeps at least one admin: make another member admin first."
-            )
-        audit_record(
-            workspace_id=membership.workspace_id,
-            user=by,
-            action=Action.MANAGE_MEMBERS,
-            target=membership,
-            as_superuser=as_superuser,
-            change="removed",
-            role=membership.role,
+        _keep_an_admin(membership)
+        _audit_member(
+            membership, by=by, as_superuser=as_superuser, change="removed", role=membership.role
         )
         membership.delete()
