@@ -189,6 +189,8 @@ CACHES = {
 # limit too.
 ADSTUDIO_MAX_BODY_BYTES = env_int("ADSTUDIO_MAX_BODY_BYTES", 256 * 1024, minimum=1024)
 ADSTUDIO_MAX_MESSAGE_CHARS = env_int("ADSTUDIO_MAX_MESSAGE_CHARS", 4000, minimum=1)
+# Seconds a request's body may take to arrive under ASGI: past it, 408 (adstudio.asgi_bodies).
+ADSTUDIO_BODY_READ_TIMEOUT = env_float("ADSTUDIO_BODY_READ_TIMEOUT", 30.0, minimum=0.1)
 # Streams (event streams, long polls, ui-chat streams) one user may have open at once,
 # across web processes: past it, 429 with Retry-After (adstudio.stream_slots).
 ADSTUDIO_MAX_STREAMS_PER_USER = env_int("ADSTUDIO_MAX_STREAMS_PER_USER", 20, minimum=1)

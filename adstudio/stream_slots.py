@@ -172,9 +172,24 @@ class HeldStream:
             close()
 
 
+def release_request_thread() -> None:
+    """Let the thread of the current ASGI request go. Django runs a request's sync code
+    (middleware, DRF views) in a thread of the request's own, which asgiref keeps until
+    the response has been sent: a stream open for minutes would keep an idle thread (its
+    stack, a share of the scheduler) for nothing. A later sync call of the request gets a
+    new thread, given up when the response ends as before."""
+    from asgiref.sync import SyncToAsync
+
+    context = SyncToAsync.thread_sensitive_context.get(None)
+    executor = SyncToAsync.context_to_thread_executor.pop(context, None) if context else None
+    if executor is not None:
+        executor.shutdown(wait=False)
+
+
 class AsyncHeldStream:
-    """``HeldStream`` for an asynchronous body (served under ASGI): its slot's renewals
-    borrow a thread for their round trip, never the stream's wait."""
+    """``HeldStream`` for an asynchronous body (served under ASGI): it holds no thread of
+    its request's while it waits, and its slot's renewals borrow one for their round
+    trip."""
 
     def __init__(self, chunks, slot: StreamSlot) -> None:
         self._chunks = chunks
@@ -184,6 +199,7 @@ class AsyncHeldStream:
     async def __aiter__(self):
         from asgiref.sync import sync_to_async
 
+        release_request_thread()
         async for chunk in self._chunks:
             if time.monotonic() - self._renewed > SLOT_TTL_S / 3:
                 await sync_to_async(self._slot.renew, thread_sensitive=False)()

@@ -75,6 +75,10 @@ class EventStreamRenderer(BaseRenderer):
 AFTER_PARAMETER = OpenApiParameter("after", int, description="Events after this seq.")
 # How long an EventSource waits before it reconnects to a stream that sent nothing.
 IDLE_RETRY_MS = 10_000
+# Seconds between comments on a stream that has nothing to send, which keep proxies from
+# closing it: under WSGI its thread re-reads meanwhile; under ASGI only a wake-up reads.
+KEEPALIVE_S = 5.0
+ASYNC_KEEPALIVE_S = 15.0
 
 
 class RunEventsView(APIView):
@@ -98,21 +102,19 @@ class RunEventsView(APIView):
         wait = seconds_param(request, "wait", settings.ADSTUDIO_MAX_WAIT_SECONDS)
         if isinstance(request.accepted_renderer, EventStreamRenderer):
             return _stream_response(request, run, after=after, wait=wait)
-        slot = take_stream_slot(request.user) if wait else None  # a long poll holds a thread
+        if not wait:
+            events, run_status = run_events_page(run_id=run.pk, status=run.status, after=after)
+            return Response(events_page(events, run_status, after))
+        slot = take_stream_slot(request.user)  # a long poll is a stream that sends once
+        if isinstance(request._request, ASGIRequest):
+            return _long_poll_response(run, after=after, wait=wait, slot=slot)
         try:
             events, run_status = run_events_page(
                 run_id=run.pk, status=run.status, after=after, wait=wait
             )
         finally:
-            if slot is not None:
-                slot.give_back()
-        return Response(
-            {
-                "runStatus": run_status,
-                "events": EventSerializer(events, many=True).data,
-                "lastSeq": events[-1].seq if events else after,
-            }
-        )
+            slot.give_back()
+        return Response(events_page(events, run_status, after))
 
     def handle_exception(self, exc):
         """An error is a JSON body in the API's one shape, even to a client that asked
@@ -152,6 +154,35 @@ class RunEventStreamView(RunEventsView):
         after = sequence_param(request.query_params.get("after", "0"), "after")
         wait = seconds_param(request, "wait", settings.ADSTUDIO_MAX_WAIT_SECONDS)
         return _stream_response(request, run, after=after, wait=wait)
+
+
+def events_page(events: list[RunEvent], run_status: str, after: int) -> dict:
+    return {
+        "runStatus": run_status,
+        "events": EventSerializer(events, many=True).data,
+        "lastSeq": events[-1].seq if events else after,
+    }
+
+
+def _long_poll_response(
+    run: Run, *, after: int, wait: float, slot: StreamSlot
+) -> StreamingHttpResponse:
+    """A ``?wait=`` page under ASGI: the view returns at once, and a coroutine waits for
+    the run's events without a thread, then sends the page the synchronous path renders
+    (the status, 200, goes out first)."""
+
+    async def page() -> AsyncIterator[bytes]:
+        events, run_status = await arun_events_page(
+            run_id=run.pk, status=run.status, after=after, wait=wait
+        )
+        yield JSONRenderer().render(events_page(events, run_status, after))
+
+    release_connection()
+    response = StreamingHttpResponse(
+        AsyncHeldStream(page(), slot), content_type=JSONRenderer.media_type
+    )
+    response["Cache-Control"] = "no-cache"
+    return response
 
 
 def _stream_response(request: Request, run: Run, *, after: int, wait: float):
@@ -218,8 +249,8 @@ class EventStreamBody:
         self.deadline = time.monotonic() + duration
         self.sent = False
 
-    def _wait(self) -> float:
-        return min(5.0, self.deadline - time.monotonic())
+    def _wait(self, keepalive: float = KEEPALIVE_S) -> float:
+        return min(keepalive, self.deadline - time.monotonic())
 
     def _chunks_of(self, events: list[RunEvent]) -> Iterator[str]:
         for event in events:
@@ -248,7 +279,10 @@ class EventStreamBody:
         yield "retry: 1000\n\n"
         while time.monotonic() < self.deadline:
             events, self.run_status = await arun_events_page(
-                run_id=self.run.pk, status=self.run_status, after=self.last, wait=self._wait()
+                run_id=self.run.pk,
+                status=self.run_status,
+                after=self.last,
+                wait=self._wait(ASYNC_KEEPALIVE_S),
             )
             for chunk in self._chunks_of(events):
                 yield chunk

@@ -27,6 +27,10 @@ logger = logging.getLogger(__name__)
 CHANNEL = "adstudio_run_events"
 POLL_WITHOUT_LISTENER_S = 0.2  # no notifications: read this often
 POLL_WITH_LISTENER_S = 2.0  # notifications: read this often all the same, in case one was lost
+# A coroutine's stream (ASGI) reads less often: a process follows thousands of them, and
+# while the listener is connected a notification is not lost (when it drops, every waiter
+# is woken and polls at POLL_WITHOUT_LISTENER_S until it is back).
+ASYNC_POLL_WITH_LISTENER_S = 15.0
 RECONNECT_MAX_S = 30.0
 APPLICATION_NAME = "adstudio run wake-ups"
 
@@ -95,7 +99,9 @@ class RunWakeups:
 
     async def async_wait(self, waker: LoopWaker, timeout: float) -> None:
         """``wait`` for a coroutine: no thread is held while it waits."""
-        interval = POLL_WITH_LISTENER_S if self.listening.is_set() else POLL_WITHOUT_LISTENER_S
+        interval = (
+            ASYNC_POLL_WITH_LISTENER_S if self.listening.is_set() else POLL_WITHOUT_LISTENER_S
+        )
         with suppress(TimeoutError):
             await asyncio.wait_for(waker.event.wait(), max(0.0, min(timeout, interval)))
         waker.event.clear()

@@ -36,7 +36,7 @@ from adstudio.db import release_connection
 from adstudio.parsers import PayloadTooLarge, SafeJSONParser
 from adstudio.stream_slots import AsyncHeldStream, HeldStream, StreamSlot, take_stream_slot
 from adstudio.throttling import RunRateThrottle
-from conversations.events_api import sequence_param
+from conversations.events_api import ASYNC_KEEPALIVE_S, KEEPALIVE_S, sequence_param
 from conversations.models import Conversation, Run, RunEventType, RunStatus
 from conversations.selectors import (
     arun_events_page,
@@ -282,7 +282,7 @@ class _UIStreamBody:
         yield from self._opening()
         while time.monotonic() < self.deadline:
             events, self.run_status = run_events_page(
-                run_id=self.run.pk, status=self.run_status, after=self.last, wait=5.0
+                run_id=self.run.pk, status=self.run_status, after=self.last, wait=KEEPALIVE_S
             )
             if any(e.type == RunEventType.RUN_FINISHED for e in events):
                 self.run.refresh_from_db(fields=["error_message"])
@@ -300,7 +300,7 @@ class _UIStreamBody:
             yield chunk
         while time.monotonic() < self.deadline:
             events, self.run_status = await arun_events_page(
-                run_id=self.run.pk, status=self.run_status, after=self.last, wait=5.0
+                run_id=self.run.pk, status=self.run_status, after=self.last, wait=ASYNC_KEEPALIVE_S
             )
             if any(e.type == RunEventType.RUN_FINISHED for e in events):
                 await sync_to_async(_read_error, thread_sensitive=False)(self.run)

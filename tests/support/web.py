@@ -1,5 +1,5 @@
-"""gunicorn as README runs it in production (or uvicorn, the ASGI server), started by a
-test on a free loopback port."""
+"""gunicorn as README runs it in production (with uvicorn's ASGI workers, ``asgi=True``,
+or its threaded WSGI workers), started by a test on a free loopback port."""
 
 from __future__ import annotations
 
@@ -38,12 +38,14 @@ class WebServer:
             command = [
                 sys.executable,
                 "-m",
-                "uvicorn",
+                "gunicorn",
                 "adstudio.asgi:application",
-                "--fd",
-                str(self.socket.fileno()),
-                "--log-level",
-                "warning",
+                "--worker-class",
+                "uvicorn_worker.UvicornWorker",
+                "--workers",
+                "1",
+                "--bind",
+                f"fd://{self.socket.fileno()}",
             ]
         else:
             command = [
@@ -81,6 +83,19 @@ class WebServer:
         if self.process.poll() is not None:
             raise RuntimeError(f"gunicorn exited early:\n{self.log.read_text()}")
         raise RuntimeError(f"gunicorn not answering after {timeout} s:\n{self.log.read_text()}")
+
+    def thread_count(self) -> int:
+        """The threads of the server's processes (its master and workers), now."""
+        total = 0
+        for status in Path("/proc").glob("[0-9]*/status"):
+            try:
+                text = status.read_text()
+                if os.getsid(int(status.parent.name)) != self.process.pid:
+                    continue
+            except (OSError, ValueError):
+                continue  # the process ended meanwhile
+            total += int(text.split("\nThreads:", 1)[1].split()[0])
+        return total
 
     def stop(self) -> None:
         if self.process is not None and self.process.poll() is None:

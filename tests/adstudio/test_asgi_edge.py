@@ -1,0 +1,146 @@
+"""What the ASGI application answers before Django sees a request: the probes, in the event
+loop, and bodies too large or too slow, refused."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+
+from adstudio.asgi_bodies import BoundedBodies
+from adstudio.health import HealthCheckApp
+
+
+def http_scope(path: str, method: str = "GET") -> dict:
+    return {"type": "http", "method": method, "path": path, "root_path": "", "headers": []}
+
+
+def call(app, scope: dict, messages: list[dict] | None = None, *, pause: float = 0) -> list[dict]:
+    """``app`` served ``scope``; ``messages`` arrive as the request's body, each after
+    ``pause`` seconds. The messages the app sent."""
+    incoming = list(messages or [{"type": "http.request", "body": b""}])
+    sent: list[dict] = []
+
+    async def receive() -> dict:
+        if incoming:
+            await asyncio.sleep(pause)
+            return incoming.pop(0)
+        await asyncio.sleep(3600)  # the client stays; nothing more comes
+        raise AssertionError("unreachable")
+
+    async def send(message: dict) -> None:
+        sent.append(message)
+
+    asyncio.run(app(scope, receive, send))
+    return sent
+
+
+async def django_must_not_run(scope, receive, send):
+    raise AssertionError(f"{scope['path']} reached the application")
+
+
+def test_healthz_is_answered_ahead_of_the_application():
+    start, body = call(HealthCheckApp(django_must_not_run), http_scope("/healthz"))
+    assert start["status"] == 200
+    assert json.loads(body["body"]) == {"status": "ok"}
+    assert (b"cache-control", b"no-store") in start["headers"]
+
+
+def test_a_probe_answers_head_without_a_body_and_refuses_other_methods():
+    app = HealthCheckApp(django_must_not_run)
+    start, body = call(app, http_scope("/healthz", "HEAD"))
+    assert (start["status"], body["body"]) == (200, b"")
+    start, body = call(app, http_scope("/readyz", "POST"))
+    assert start["status"] == 405
+    assert (b"allow", b"GET, HEAD") in start["headers"]
+
+
+@pytest.mark.django_db
+def test_readyz_runs_its_checks_ahead_of_the_application():
+    start, body = call(HealthCheckApp(django_must_not_run), http_scope("/readyz"))
+    assert start["status"] == 200, body
+    assert json.loads(body["body"])["checks"] == {"database": "ok", "broker": "ok"}
+
+
+def test_other_paths_go_to_the_application():
+    async def app(scope, receive, send):
+        await send({"type": "http.response.start", "status": 204, "headers": []})
+        await send({"type": "http.response.body", "body": b""})
+
+    start, _ = call(HealthCheckApp(app), http_scope("/healthz/more"))
+    assert start["status"] == 204
+
+
+class BodyReader:
+    """An application that reads the body as Django's handler does; ``got`` is what it
+    read, or ``"disconnect"``."""
+
+    def __init__(self) -> None:
+        self.got: bytes | str = b""
+
+    async def __call__(self, scope, receive, send):
+        body = b""
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                self.got = "disconnect"
+                return
+            body += message.get("body", b"")
+            if not message.get("more_body"):
+                break
+        self.got = body
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"ok"})
+
+
+def bounded(app, *, max_bytes: int = 100, timeout: float = 5.0) -> BoundedBodies:
+    return BoundedBodies(app, max_bytes=lambda: max_bytes, timeout=lambda: timeout)
+
+
+def test_a_body_within_the_limits_reaches_the_application_whole():
+    reader = BodyReader()
+    parts = [
+        {"type": "http.request", "body": b"x" * 60, "more_body": True},
+        {"type": "http.request", "body": b"y" * 40},
+    ]
+    start, _ = call(bounded(reader), http_scope("/api/ads/", "POST"), parts)
+    assert start["status"] == 200
+    assert reader.got == b"x" * 60 + b"y" * 40
+
+
+def test_a_body_past_the_size_limit_is_refused_as_it_arrives():
+    reader = BodyReader()
+    parts = [{"type": "http.request", "body": b"x" * 80, "more_body": True}] * 5
+    start, body = call(bounded(reader), http_scope("/api/ads/", "POST"), parts)
+    assert start["status"] == 413
+    assert json.loads(body["body"])["error"]["code"] == "payload_too_large"
+    assert reader.got == "disconnect"  # the application serves nothing
+
+
+def test_a_body_that_comes_too_slowly_is_refused_with_408():
+    reader = BodyReader()
+    parts = [{"type": "http.request", "body": b"x", "more_body": True}] * 50
+    start, body = call(
+        bounded(reader, timeout=0.3), http_scope("/api/ads/", "POST"), parts, pause=0.05
+    )
+    assert start["status"] == 408
+    assert json.loads(body["body"])["error"]["code"] == "request_timeout"
+    assert reader.got == "disconnect"
+
+
+def test_the_time_limit_is_the_bodys_not_the_responses():
+    """Once the body is in, the application's wait for a disconnect (Django listens for
+    one while a response streams) has no deadline."""
+
+    async def streams_past_the_deadline(scope, receive, send):
+        await receive()  # the body
+        listening = asyncio.ensure_future(receive())  # as Django's handler does
+        await asyncio.sleep(0.5)
+        assert not listening.done()  # no made-up disconnect at the deadline
+        listening.cancel()
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b""})
+
+    start, _ = call(bounded(streams_past_the_deadline, timeout=0.1), http_scope("/api/"))
+    assert start["status"] == 200
