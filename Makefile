@@ -38,9 +38,9 @@ run: $(STAMP)
 	  trap 'kill 0' EXIT INT TERM; mkdir -p var; \
 	  $(VENV)/bin/celery -A adstudio worker --beat --schedule var/celerybeat-schedule \
 	    --pool threads --concurrency 8 --loglevel INFO & \
-	  DEBUG=$${DEBUG:-1} $(PY) manage.py runserver $${PORT:-8000}; \
+	  DEBUG=$${DEBUG:-1} $(VENV)/bin/uvicorn adstudio.asgi:application --reload --port $${PORT:-8000}; \
 	else \
-	  DEBUG=$${DEBUG:-1} $(PY) manage.py runserver $${PORT:-8000}; \
+	  DEBUG=$${DEBUG:-1} $(VENV)/bin/uvicorn adstudio.asgi:application --reload --port $${PORT:-8000}; \
 	fi
 
 test: $(STAMP)

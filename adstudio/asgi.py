@@ -1,27 +1,36 @@
 """ASGI entry point: the web processes in production
-(``gunicorn adstudio.asgi:application --worker-class uvicorn_worker.UvicornWorker``)."""
+(``gunicorn adstudio.asgi:application --worker-class uvicorn_worker.UvicornWorker``).
+
+In front, answered in the event loop: the probes (``adstudio.health``) and the request
+body, read whole and bounded (``adstudio.asgi_bodies``). Then requests that follow a run go
+to Django's ASGI handler and wait without a thread; the others to its WSGI handler, in a
+pool of ``ADSTUDIO_WEB_THREADS`` threads (``adstudio.asgi_routing``).
+"""
 
 import os
 
+from a2wsgi import WSGIMiddleware
 from django.conf import settings
 from django.core.asgi import get_asgi_application
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "adstudio.settings")
-django_application = get_asgi_application()
+django_asgi = get_asgi_application()
 
-from adstudio.asgi_bodies import BoundedBodies  # noqa: E402  (after settings are loaded)
+# After settings are loaded; adstudio.wsgi also loads the provider SDKs, so that no
+# request waits for them.
+from adstudio.asgi_bodies import BoundedBodies  # noqa: E402
+from adstudio.asgi_routing import ByView  # noqa: E402
 from adstudio.health import HealthCheckApp  # noqa: E402
+from adstudio.wsgi import application as django_wsgi  # noqa: E402
 
 application = HealthCheckApp(
     BoundedBodies(
-        django_application,
+        ByView(
+            waiting=django_asgi,
+            computing=WSGIMiddleware(django_wsgi, workers=settings.ADSTUDIO_WEB_THREADS),
+        ),
         # The ui-chat transport's (``ChatHistoryParser``): eight times the others'.
         max_bytes=lambda: 8 * settings.ADSTUDIO_MAX_BODY_BYTES,
         timeout=lambda: settings.ADSTUDIO_BODY_READ_TIMEOUT,
     )
 )
-
-# As adstudio.wsgi: the provider SDKs now, so that no request waits for them.
-from conversations.providers.router import load_adapters  # noqa: E402
-
-load_adapters()

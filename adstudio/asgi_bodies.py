@@ -3,9 +3,10 @@
 Django's ASGI handler reads a whole body, to a temporary file, before any view runs,
 however large it is and however slowly it comes: a client sending gigabytes, or a byte a
 minute, would keep its connection and the disk busy for as long as it liked. This wrapper
-refuses a body longer than the largest any endpoint takes with 413 (as ``adstudio.chunked``
-does under WSGI) and one not complete within ``timeout`` seconds of the request's start
-with 408; Django is then told the client left, and serves nothing.
+reads the body first, in the event loop, and refuses one longer than the largest any
+endpoint takes with 413 (as ``adstudio.chunked`` does under WSGI) and one not complete
+within ``timeout`` seconds of the request's start with 408; the application is then not
+called at all.
 """
 
 from __future__ import annotations
@@ -32,38 +33,42 @@ class BoundedBodies:
         self.timeout = timeout
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """The whole body is read here, in the event loop, before the application is
+        called: a thread of the application's is never held by a slow client."""
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
         limit = self.max_bytes()
-        deadline = asyncio.get_running_loop().time() + self.timeout()
+        chunks: list[bytes] = []
         received = 0
-        complete = False
-
-        async def bounded_receive() -> dict:
-            nonlocal received, complete
-            if complete:  # the body is in: what follows is the wait for a disconnect
-                return await receive()
-            try:
-                async with asyncio.timeout_at(deadline):
+        try:
+            async with asyncio.timeout(self.timeout()):
+                while True:
                     message = await receive()
-            except TimeoutError:
-                await _refuse(send, 408, "request_timeout", "The request body came too slowly.")
-                return {"type": "http.disconnect"}
-            if message["type"] == "http.request":
-                received += len(message.get("body", b""))
-                if received > limit:
-                    await _refuse(
-                        send,
-                        413,
-                        "payload_too_large",
-                        f"Request body is larger than {limit} bytes.",
-                    )
-                    return {"type": "http.disconnect"}
-                complete = not message.get("more_body", False)
-            return message
+                    if message["type"] == "http.disconnect":
+                        return  # the client left: nothing to serve
+                    chunks.append(message.get("body", b""))
+                    received += len(chunks[-1])
+                    if received > limit:
+                        detail = f"Request body is larger than {limit} bytes."
+                        await _refuse(send, 413, "payload_too_large", detail)
+                        return
+                    if not message.get("more_body", False):
+                        break
+        except TimeoutError:
+            await _refuse(send, 408, "request_timeout", "The request body came too slowly.")
+            return
+        body = {"type": "http.request", "body": b"".join(chunks), "more_body": False}
+        delivered = False
 
-        await self.app(scope, bounded_receive, send)
+        async def replay() -> dict:
+            nonlocal delivered
+            if not delivered:
+                delivered = True
+                return body
+            return await receive()  # after the body: the wait for a disconnect
+
+        await self.app(scope, replay, send)
 
 
 async def _refuse(send: Send, status: int, code: str, message: str) -> None:

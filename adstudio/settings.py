@@ -189,6 +189,9 @@ CACHES = {
 # limit too.
 ADSTUDIO_MAX_BODY_BYTES = env_int("ADSTUDIO_MAX_BODY_BYTES", 256 * 1024, minimum=1024)
 ADSTUDIO_MAX_MESSAGE_CHARS = env_int("ADSTUDIO_MAX_MESSAGE_CHARS", 4000, minimum=1)
+# Threads per web process for the requests that compute (all but those following a run,
+# which wait in the event loop): adstudio.asgi_routing.
+ADSTUDIO_WEB_THREADS = env_int("ADSTUDIO_WEB_THREADS", 32, minimum=1)
 # Seconds a request's body may take to arrive under ASGI: past it, 408 (adstudio.asgi_bodies).
 ADSTUDIO_BODY_READ_TIMEOUT = env_float("ADSTUDIO_BODY_READ_TIMEOUT", 30.0, minimum=0.1)
 # Streams (event streams, long polls, ui-chat streams) one user may have open at once,

@@ -226,19 +226,26 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def web_command(port: int, *, workers: int, threads: int, extra: tuple[str, ...] = ()) -> list[str]:
-    """The app under gunicorn's threaded workers on loopback, as README deploys it."""
+def web_command(
+    port: int, *, workers: int, threads: int, extra: tuple[str, ...] = (), asgi: bool = True
+) -> list[str]:
+    """The app as README deploys it, on loopback: gunicorn with uvicorn's ASGI workers, or
+    (``asgi=False``, the deployment before them) its threaded WSGI workers."""
+    if asgi:
+        application = [
+            "adstudio.asgi:application",
+            "--worker-class",
+            "uvicorn_worker.UvicornWorker",
+        ]
+    else:
+        application = ["adstudio.wsgi", "--worker-class", "gthread", "--threads", str(threads)]
     return [
         str(Path(sys.executable).parent / "gunicorn"),
-        "adstudio.wsgi",
+        *application,
         "--bind",
         f"127.0.0.1:{port}",
         "--workers",
         str(workers),
-        "--threads",
-        str(threads),
-        "--worker-class",
-        "gthread",
         "--no-control-socket",  # its default path is shared by every gunicorn here
         *extra,
     ]

@@ -2,13 +2,14 @@
 
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/adstudio \\
         .venv/bin/python -m benchmarks.api_load [--clients 50] [--seconds 30] [--runs 3]
-        [--think S] [--flood] [--warmup S]
+        [--think S] [--flood] [--warmup S] [--server asgi|wsgi]
 
-Starts the app under gunicorn (gthread) and a Celery worker (threads) answering with the
-offline demo director, on a benchmark database and two Redis databases of its own, the
-broker and the throttle's cache (``--broker-url``, ``--cache-url``; by default DBs 14 and
-13; each is emptied first, and refused if it holds keys no benchmark wrote), as README
-deploys them. Each client, as the web client does, posts a
+Starts the app under gunicorn (uvicorn's ASGI workers, as README deploys it; ``--server
+wsgi``: the threaded WSGI workers deployed before them) and a Celery worker (threads)
+answering with the offline demo director, on a benchmark database and two Redis
+databases of its own, the broker and the throttle's cache (``--broker-url``,
+``--cache-url``; by default DBs 14 and 13; each is emptied first, and refused if it holds
+keys no benchmark wrote), as README deploys them. Each client, as the web client does, posts a
 chat message to its own ad (the enqueue), follows the run's events (long polling) until
 the run has finished, reads the run back and posts the next message, at once or after
 ``--think`` seconds. With ``--flood`` a client posts again as soon as it has read the run
@@ -177,10 +178,11 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=30)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--web-workers", type=int, default=2)
+    parser.add_argument("--server", choices=["asgi", "wsgi"], default="asgi")
     parser.add_argument(
         "--web-threads",
         type=int,
-        help="threads per web process; by default one per client, as README sizes them: "
+        help="threads per WSGI web process; by default one per client: "
         "every client may be following a run, and keep-alive connections need not spread "
         "evenly over the processes",
     )
@@ -259,6 +261,7 @@ def main() -> None:
                 port,
                 workers=args.web_workers,
                 threads=args.web_threads or args.clients,
+                asgi=args.server == "asgi",
                 # Longer than the clients' pauses: a connection closed by the server just
                 # as a client reuses it is a ReadError that measures nothing of ours.
                 extra=("--keep-alive", "75"),
@@ -300,6 +303,7 @@ def main() -> None:
                 os.killpg(process.pid, 15)
                 process.wait(timeout=30)
     summary = {
+        "server": args.server,
         "clients": args.clients,
         "seconds": args.seconds,
         "think_s": args.think,

@@ -31,7 +31,8 @@ from adstudio.db import release_connection
 from adstudio.stream_slots import AsyncHeldStream, HeldStream, StreamSlot, take_stream_slot
 from conversations.api import seconds_param
 from conversations.models import Run, RunEvent, RunStatus
-from conversations.selectors import arun_events_page, run_events_page, runs_for
+from conversations.run_event_reads import arun_events_page
+from conversations.selectors import run_events_page, runs_for
 
 
 @extend_schema_field({"type": "object", "additionalProperties": True})
@@ -87,6 +88,7 @@ class RunEventsView(APIView):
     ``RunEventStreamView``, as it always has."""
 
     renderer_classes = [JSONRenderer, EventStreamRenderer]
+    waits_in_event_loop = True  # served by the ASGI handler (adstudio.asgi_routing)
 
     @extend_schema(
         parameters=[
@@ -239,6 +241,18 @@ def _event_stream(
     return response
 
 
+def server_sent(event: RunEvent) -> str:
+    """The event as Server-Sent Event text, made once per event object: the streams of a
+    run that share a read (``run_event_reads``) share the text too."""
+    text = event.__dict__.get("_server_sent")
+    if text is None:
+        data = json.dumps(EventSerializer(event).data, default=str)
+        text = event.__dict__["_server_sent"] = (
+            f"id: {event.seq}\nevent: {event.type}\ndata: {data}\n\n"
+        )
+    return text
+
+
 class EventStreamBody:
     """One event stream's text, as a WSGI thread or an ASGI coroutine sends it."""
 
@@ -255,8 +269,7 @@ class EventStreamBody:
     def _chunks_of(self, events: list[RunEvent]) -> Iterator[str]:
         for event in events:
             self.last, self.sent = event.seq, True
-            data = json.dumps(EventSerializer(event).data, default=str)
-            yield f"id: {event.seq}\nevent: {event.type}\ndata: {data}\n\n"
+            yield server_sent(event)
 
     def _ending(self) -> Iterator[str]:
         if not self.sent:  # an idle stream: its EventSource comes back later, not at once

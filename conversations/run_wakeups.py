@@ -60,6 +60,10 @@ class RunWakeups:
         self._listener: threading.Thread | None = None
         self._stopping = threading.Event()
         self.listening = threading.Event()  # set while notifications are being received
+        # Wake-ups so far, of each run waited on and of all at once: equal counts mean
+        # nothing was committed since (``generation``).
+        self._woken: dict[str, int] = {}
+        self._all_woken = 0
 
     @contextmanager
     def waiter(self, run_id) -> Iterator[threading.Event]:
@@ -78,6 +82,7 @@ class RunWakeups:
                     waiting.discard(event)
                     if not waiting:
                         del self._waiters[key]
+                        self._woken.pop(key, None)
 
     @asynccontextmanager
     async def async_waiter(self, run_id) -> AsyncIterator[LoopWaker]:
@@ -96,6 +101,7 @@ class RunWakeups:
                     waiting.discard(waker)
                     if not waiting:
                         del self._waiters[key]
+                        self._woken.pop(key, None)
 
     async def async_wait(self, waker: LoopWaker, timeout: float) -> None:
         """``wait`` for a coroutine: no thread is held while it waits."""
@@ -113,15 +119,25 @@ class RunWakeups:
         event.wait(max(0.0, min(timeout, interval)))
         event.clear()
 
-    def wake(self, run_id) -> None:
+    def generation(self, run_id) -> tuple[int, int]:
+        """Changes whenever ``run_id``'s waiters are woken: two reads of its events made
+        under the same generation, while the listener is connected, read the same rows."""
         with self._lock:
-            events = list(self._waiters.get(str(run_id), ()))
+            return self._all_woken, self._woken.get(str(run_id), 0)
+
+    def wake(self, run_id) -> None:
+        key = str(run_id)
+        with self._lock:
+            events = list(self._waiters.get(key, ()))
+            if events:
+                self._woken[key] = self._woken.get(key, 0) + 1
         for event in events:
             event.set()
 
     def _wake_all(self) -> None:
         with self._lock:
             events = [event for waiting in self._waiters.values() for event in waiting]
+            self._all_woken += 1
         for event in events:
             event.set()
 

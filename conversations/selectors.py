@@ -9,7 +9,6 @@ from collections import defaultdict
 from datetime import datetime
 from typing import Any
 
-from asgiref.sync import sync_to_async
 from django.db import connection
 from django.db.models import Avg, Count, F, Min, Q, QuerySet, Sum
 
@@ -101,23 +100,6 @@ def run_events_page(
             run_wakeups.wait(woken, deadline - time.monotonic())
 
 
-async def arun_events_page(
-    *, run_id: uuid.UUID, status: str, after: int = 0, wait: float = 0
-) -> tuple[list[RunEvent], str]:
-    """``run_events_page`` for a coroutine (a stream served under ASGI): each read borrows
-    a thread for its query alone, and the wait holds none."""
-    deadline = time.monotonic() + wait
-    read = sync_to_async(_events_after_released, thread_sensitive=False)
-    async with run_wakeups.async_waiter(run_id) as woken:
-        while True:
-            events = await read(run_id, after)
-            if events:
-                return events, events[0].run_status
-            if status in RunStatus.finished() or time.monotonic() >= deadline:
-                return [], status
-            await run_wakeups.async_wait(woken, deadline - time.monotonic())
-
-
 def _events_after(run_id: uuid.UUID, after: int) -> list[RunEvent]:
     return list(
         RunEvent.objects.filter(run_id=run_id, seq__gt=after)
@@ -126,8 +108,9 @@ def _events_after(run_id: uuid.UUID, after: int) -> list[RunEvent]:
     )
 
 
-def _events_after_released(run_id: uuid.UUID, after: int) -> list[RunEvent]:
-    """``_events_after`` in a borrowed thread, whose connection goes back to the pool."""
+def events_after_released(run_id: uuid.UUID, after: int) -> list[RunEvent]:
+    """``_events_after`` in a borrowed thread (a coroutine's read), whose connection goes
+    back to the pool."""
     try:
         return _events_after(run_id, after)
     finally:

@@ -38,8 +38,8 @@ from adstudio.stream_slots import AsyncHeldStream, HeldStream, StreamSlot, take_
 from adstudio.throttling import RunRateThrottle
 from conversations.events_api import ASYNC_KEEPALIVE_S, KEEPALIVE_S, sequence_param
 from conversations.models import Conversation, Run, RunEventType, RunStatus
+from conversations.run_event_reads import arun_events_page
 from conversations.selectors import (
-    arun_events_page,
     conversation_latest,
     conversations_for,
     run_events_page,
@@ -137,6 +137,7 @@ def _conversation(
 
 
 class UIChatView(APIView):
+    waits_in_event_loop = True  # served by the ASGI handler (adstudio.asgi_routing)
     parser_classes = [ChatHistoryParser]
     renderer_classes = [JSONRenderer]
     throttle_classes = [RunRateThrottle]
@@ -196,6 +197,7 @@ class UIChatView(APIView):
 
 
 class UIChatStreamView(APIView):
+    waits_in_event_loop = True  # served by the ASGI handler (adstudio.asgi_routing)
     renderer_classes = [JSONRenderer]
 
     @extend_schema(

@@ -74,10 +74,10 @@ def test_other_paths_go_to_the_application():
 
 class BodyReader:
     """An application that reads the body as Django's handler does; ``got`` is what it
-    read, or ``"disconnect"``."""
+    read, or ``"disconnect"``, ``None`` when it was not called."""
 
     def __init__(self) -> None:
-        self.got: bytes | str = b""
+        self.got: bytes | str | None = None
 
     async def __call__(self, scope, receive, send):
         body = b""
@@ -98,15 +98,22 @@ def bounded(app, *, max_bytes: int = 100, timeout: float = 5.0) -> BoundedBodies
     return BoundedBodies(app, max_bytes=lambda: max_bytes, timeout=lambda: timeout)
 
 
-def test_a_body_within_the_limits_reaches_the_application_whole():
-    reader = BodyReader()
+def test_a_body_within_the_limits_reaches_the_application_whole_and_at_once():
+    received = []
+
+    async def app(scope, receive, send):
+        received.append(await receive())
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"ok"})
+
     parts = [
         {"type": "http.request", "body": b"x" * 60, "more_body": True},
         {"type": "http.request", "body": b"y" * 40},
     ]
-    start, _ = call(bounded(reader), http_scope("/api/ads/", "POST"), parts)
+    start, _ = call(bounded(app), http_scope("/api/ads/", "POST"), parts, pause=0.01)
     assert start["status"] == 200
-    assert reader.got == b"x" * 60 + b"y" * 40
+    # Read in the event loop before the application ran: one message, the whole body.
+    assert received == [{"type": "http.request", "body": b"x" * 60 + b"y" * 40, "more_body": False}]
 
 
 def test_a_body_past_the_size_limit_is_refused_as_it_arrives():
@@ -115,7 +122,7 @@ def test_a_body_past_the_size_limit_is_refused_as_it_arrives():
     start, body = call(bounded(reader), http_scope("/api/ads/", "POST"), parts)
     assert start["status"] == 413
     assert json.loads(body["body"])["error"]["code"] == "payload_too_large"
-    assert reader.got == "disconnect"  # the application serves nothing
+    assert reader.got is None  # the application is not called
 
 
 def test_a_body_that_comes_too_slowly_is_refused_with_408():
@@ -126,7 +133,7 @@ def test_a_body_that_comes_too_slowly_is_refused_with_408():
     )
     assert start["status"] == 408
     assert json.loads(body["body"])["error"]["code"] == "request_timeout"
-    assert reader.got == "disconnect"
+    assert reader.got is None
 
 
 def test_the_time_limit_is_the_bodys_not_the_responses():
@@ -144,3 +151,26 @@ def test_the_time_limit_is_the_bodys_not_the_responses():
 
     start, _ = call(bounded(streams_past_the_deadline, timeout=0.1), http_scope("/api/"))
     assert start["status"] == 200
+
+
+RUN = "7b0d3f4e-1c9a-4f7e-9a51-2d4c8f0e6b11"
+
+
+@pytest.mark.parametrize(
+    ("path", "waits"),
+    [
+        (f"/api/runs/{RUN}/events", True),
+        (f"/api/runs/{RUN}/events/stream", True),
+        (f"/api/ads/{RUN}/ui-chat", True),
+        (f"/api/ads/{RUN}/ui-chat/chat-1/stream", True),
+        (f"/api/ads/{RUN}/chat", False),
+        (f"/api/runs/{RUN}", False),
+        ("/api/ads/", False),
+        ("/admin/login/", False),
+        ("/no/such/page", False),
+    ],
+)
+def test_only_requests_that_follow_a_run_wait_in_the_event_loop(path, waits):
+    from adstudio.asgi_routing import waits_in_event_loop
+
+    assert waits_in_event_loop(path) is waits

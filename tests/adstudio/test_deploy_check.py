@@ -166,7 +166,7 @@ def test_the_procfile_runs_the_processes_readme_documents():
 
 
 @pytest.mark.slow
-def test_the_web_process_loads_the_wsgi_application_with_threads():
+def test_the_web_process_serves_the_asgi_application_from_uvicorn_workers():
     argv = procfile()["web"]
     assert argv[0] == "gunicorn"
     config = GunicornConfig()
@@ -174,9 +174,10 @@ def test_the_web_process_loads_the_wsgi_application_with_threads():
     for name, value in vars(parsed).items():
         if value is not None and name != "args":
             config.set(name.lower(), value)
-    # gthread: a client following a run holds a thread for up to 60 s, not the process.
-    assert config.worker_class.__name__ == "ThreadWorker"
-    assert config.threads >= 8
+    # An event loop per process: a client following a run holds no thread, not the process.
+    assert config.worker_class.__module__ == "uvicorn_worker._workers"
+    assert config.worker_class.__name__ == "UvicornWorker"
+    assert parsed.args == ["adstudio.asgi:application"]
 
     # gunicorn's own check: it parses the options and imports the application.
     gunicorn = Path(sys.executable).parent / "gunicorn"

@@ -213,7 +213,7 @@ def shared_stack(django_db_setup, tmp_path_factory) -> Iterator[Stack]:
         timeout=300,
     )
     assert collected.returncode == 0, collected.stdout + collected.stderr
-    web = WebServer(env=web_env, log=directory / "gunicorn.log")
+    web = WebServer(env=web_env, log=directory / "web.log")
     try:
         worker.start()
         web.start(ready_path="/admin/login/")

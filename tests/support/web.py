@@ -16,11 +16,12 @@ from tests.support.worker import ROOT
 
 
 class WebServer:
-    """``start()`` gunicorn (gthread) with ``env`` on top of this process's environment;
-    ``base`` is its URL, ``log`` its output."""
+    """``start()`` gunicorn with ``env`` on top of this process's environment: with
+    uvicorn's ASGI workers as README runs it, or (``asgi=False``) its threaded WSGI
+    workers; ``base`` is its URL, ``log`` its output."""
 
     def __init__(
-        self, *, env: dict[str, str], log: Path, threads: int = 16, asgi: bool = False
+        self, *, env: dict[str, str], log: Path, threads: int = 16, asgi: bool = True
     ) -> None:
         self.socket = listening_socket()  # gunicorn takes it over: the port stays ours
         self.port = self.socket.getsockname()[1]
