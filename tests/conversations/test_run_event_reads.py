@@ -41,7 +41,9 @@ def reads(monkeypatch) -> list[int]:
 
 @pytest.fixture
 def listener_connected(monkeypatch):
-    """The listener said to be connected, and no real one: wake-ups are the test's."""
+    """The listener said to be connected, and no real one: wake-ups are the test's (one
+    an earlier test started would wake the run on its events' notifications)."""
+    run_wakeups.stop()
     connected = threading.Event()
     connected.set()
     monkeypatch.setattr(run_wakeups, "listening", connected)
