@@ -18,8 +18,21 @@ def _largest_body() -> int:
 
 application = ChunkedBodies(django_application, max_bytes=_largest_body)
 
-# The provider SDKs are imported when a provider is first built (conversations.providers
-# .router); a web process imports them now, so that no request waits for them.
-from conversations.providers.router import load_adapters  # noqa: E402
 
-load_adapters()
+def _load_what_first_requests_would() -> None:
+    """Load now what a web process's first requests would load, so that none waits for
+    it (a process's first chat message took 200-400 ms more than the next): the provider
+    SDKs (imported when a provider is first built), the run task and the loop it imports,
+    Celery's task registry, and the URL resolver's map for ``reverse``."""
+    from django.urls import get_resolver
+
+    from adstudio.celery import app as celery_app
+    from conversations import tasks  # noqa: F401  (the run task, the loop, the tools)
+    from conversations.providers.router import load_adapters
+
+    load_adapters()
+    celery_app.finalize()
+    get_resolver().reverse_dict  # noqa: B018  (built on first use)
+
+
+_load_what_first_requests_would()

@@ -235,7 +235,7 @@ async def one_run(base: str, followers: list[Follower], chat: tuple[str, str], a
         }
         if worker is not None:
             cpu["worker"] = process_cpu_seconds(session=worker.pid)  # it started in the window
-        if worker is not None:  # the runs end; the streams follow them to their end
+        if worker is not None and tasks:  # the runs end; the streams follow them to the end
             await asyncio.wait(tasks, timeout=60)
         for task in tasks:
             task.cancel()
@@ -335,14 +335,22 @@ def main() -> None:
             Path(logs) / "web.log",
         )
 
+        workers = []  # each stopped by one_run, and here whatever happened
+
         def start_worker():
             # As README starts a worker on a host it shares with the web processes.
             nice = ["nice", "-n", str(args.worker_nice)] if args.worker_nice else []
-            return start(
-                [*nice, *worker_command(concurrency=max(16, args.users + 8), loglevel="WARNING")],
-                {**env, "ADSTUDIO_DB_POOL_MAX_SIZE": "12"},
-                Path(logs) / "worker.log",
+            workers.append(
+                start(
+                    [
+                        *nice,
+                        *worker_command(concurrency=max(16, args.users + 8), loglevel="WARNING"),
+                    ],
+                    {**env, "ADSTUDIO_DB_POOL_MAX_SIZE": "12"},
+                    Path(logs) / "worker.log",
+                )
             )
+            return workers[-1]
 
         try:
             base = f"http://127.0.0.1:{port}"
@@ -378,8 +386,10 @@ def main() -> None:
                         connection.close()
                 print(json.dumps(results[-1]))
         finally:
-            os.killpg(web.pid, 15)
-            web.wait(timeout=30)
+            for process in (*workers, web):
+                if process.poll() is None:
+                    os.killpg(process.pid, 15)
+                    process.wait(timeout=30)
             provider.stop()
     summary = {
         "server": (
