@@ -98,7 +98,7 @@ def test_no_stream_is_answered_from_a_read_older_than_the_last_wake_up(
     says the run may have more: its wake-up, or no listener to say so."""
 
     async def streams():
-        follower = asyncio.create_task(page(run, after=3, wait=2))  # waits on the run
+        follower = asyncio.create_task(page(run, after=3, wait=30))  # waits on the run
         first = await page(run)
         again = await page(run)  # nothing since: the same read answers
         await asyncio.to_thread(_append, run, 4)
@@ -107,7 +107,7 @@ def test_no_stream_is_answered_from_a_read_older_than_the_last_wake_up(
         else:
             listener_connected.clear()
         later = await page(run)
-        await follower
+        follower.cancel()
         return first, again, later
 
     first, again, later = asyncio.run(streams())
