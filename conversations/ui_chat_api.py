@@ -206,7 +206,8 @@ class UIChatStreamView(APIView):
                 "Last-Event-ID",
                 int,
                 location=OpenApiParameter.HEADER,
-                description="Continue after this event rather than replay the run.",
+                description="Continue after the chunk with this id (each chunk's id is its "
+                "place in the run's stream, from 1) rather than replay the run.",
             )
         ],
         responses={
@@ -260,21 +261,30 @@ def ui_message_stream(
 class _UIStreamBody:
     def __init__(self, run: Run, *, after: int) -> None:
         self.run = run
-        self.after = after
-        self.last = after
+        self.resume_after = after  # the last chunk the client has (its Last-Event-ID)
+        self.made = 0  # the chunks made so far, sent or not: the next one's id less one
+        self.last = 0  # the last event read
         self.run_status = run.status
         self.ui = UIMessageStream(run)
         self.deadline = time.monotonic() + _STREAM_SECONDS
         self.done = False
 
+    def _numbered(self, chunks: list) -> Iterator[str]:
+        """Each chunk with its own id, its place in the run's stream; a resumed stream
+        is made again from the run's first event and sends what comes after the client's
+        last chunk, so it continues exactly where the client stopped."""
+        for chunk in chunks:
+            self.made += 1
+            if self.made > self.resume_after:
+                yield sse(chunk, chunk_id=self.made)
+
     def _opening(self) -> Iterator[str]:
-        if self.after == 0:
-            yield from sse(self.ui.start())
+        yield from self._numbered(self.ui.start())
 
     def _chunks_of(self, events: list) -> Iterator[str]:
         for event in events:
             self.last = event.seq
-            yield from sse(self.ui.chunks(event), event_id=event.seq)
+            yield from self._numbered(self.ui.chunks(event))
             if event.type == RunEventType.RUN_FINISHED:  # the message ends with the run
                 self.done = True
                 yield DONE

@@ -8,7 +8,6 @@ start, or from any event on, at any time: a dropped connection loses nothing.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator
 from typing import Any
 
 from conversations.message_rows import assistant_ui_message_id, draft_data_part
@@ -143,12 +142,10 @@ class UIMessageStream:
         return [chunk]
 
 
-def sse(chunks: Iterable[Chunk], *, event_id: int | None = None) -> Iterator[str]:
-    """The chunks as server-sent events, each with the id of the run event it came from
-    (where a reader that keeps its place resumes)."""
-    prefix = f"id: {event_id}\n" if event_id is not None else ""
-    for chunk in chunks:
-        yield f"{prefix}data: {json.dumps(chunk, default=str)}\n\n"
+def sse(chunk: Chunk, *, chunk_id: int) -> str:
+    """The chunk as a server-sent event whose id is its place in the run's stream (1 for
+    ``start``): a reader that keeps its place resumes after it (``Last-Event-ID``)."""
+    return f"id: {chunk_id}\ndata: {json.dumps(chunk, default=str)}\n\n"
 
 
 DONE = "data: [DONE]\n\n"

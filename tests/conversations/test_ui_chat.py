@@ -311,9 +311,11 @@ def test_resume_with_last_event_id_continues_after_it(api, en_ad):
     Run.objects.filter(pk=run.pk).update(error_message="The run took too long.")
     url = f"/api/ads/{en_ad.pk}/ui-chat/{conversation.pk}/stream"
 
-    chunks, _ = stream_chunks(api.get(url, HTTP_LAST_EVENT_ID="2"))
+    # The client had the first five chunks: start, start-step, and the text's three.
+    chunks, _ = stream_chunks(api.get(url, HTTP_LAST_EVENT_ID="5"))
 
     assert chunks == [
+        {"type": "finish-step"},
         {"type": "error", "errorText": "The run took too long."},
         {
             "type": "finish",
@@ -321,3 +323,61 @@ def test_resume_with_last_event_id_continues_after_it(api, en_ad):
             "messageMetadata": {"runId": str(run.pk), "status": "failed"},
         },
     ]
+
+
+def numbered_chunks(response) -> list[tuple[int, str]]:
+    """Each server-sent event of a UI message stream as (its id, its data); [DONE] as
+    (0, "[DONE]")."""
+    body = b"".join(response.streaming_content).decode()
+    events = []
+    for event in (e for e in body.split("\n\n") if e.strip()):
+        lines = dict(line.split(": ", 1) for line in event.splitlines() if ": " in line)
+        if "data" in lines:
+            events.append((int(lines.get("id", 0)), lines["data"]))
+    return events
+
+
+def test_a_resume_after_any_chunk_continues_exactly_where_the_client_stopped(api, en_ad):
+    """Every chunk has its own id, strictly increasing; for every cut point k, the chunks
+    up to k and the stream resumed after k's id are the whole stream, chunk for chunk."""
+    conversation = Conversation.objects.create(ad=en_ad)
+    run = Run.objects.create(conversation=conversation, input_text="hi", status="running")
+    kinds = [
+        ("run.started", {"resumed": False}),
+        ("model_call.started", {"round": 1}),
+        ("text", {"delta": "I kept the "}),
+        ("text", {}),  # a provider reset: the attempt's text ends
+        ("model_call.started", {"round": 1}),
+        ("text", {"delta": "Here "}),
+        ("text", {"delta": "it is."}),
+        (
+            "tool_call.started",
+            {"toolCallId": "c1", "name": "create_music_draft", "arguments": {"prompt": "pop"}},
+        ),
+        ("tool_call.finished", {"toolCallId": "c1", "isError": False, "result": {"ok": 1}}),
+        ("draft.created", {"kind": "music", "version": 1, "draftId": 7, "toolCallId": "c1"}),
+        (
+            "tool_call.started",
+            {"toolCallId": "c2", "name": "create_voice_draft", "arguments": {"tracks": []}},
+        ),
+        (
+            "tool_call.finished",
+            {"toolCallId": "c2", "isError": True, "result": {"error": "No tracks."}},
+        ),
+        ("model_call.started", {"round": 2}),
+        ("text", {"text": "Music v1 is ready."}),
+        ("run.finished", {"status": "succeeded", "stopCause": "final_answer", "errorCode": ""}),
+    ]
+    RunEvent.objects.bulk_create(
+        [RunEvent(run=run, seq=n, type=kind, data=data) for n, (kind, data) in enumerate(kinds, 1)]
+    )
+    url = f"/api/ads/{en_ad.pk}/ui-chat/{conversation.pk}/stream"
+
+    whole = numbered_chunks(api.get(url))
+    ids = [chunk_id for chunk_id, _ in whole[:-1]]
+    assert whole[-1] == (0, "[DONE]")
+    assert ids == list(range(1, len(ids) + 1))  # each its own, strictly increasing
+    assert len(ids) > len(kinds)  # events that make several chunks are cut inside too
+    for k in range(len(ids) + 1):
+        resumed = numbered_chunks(api.get(url, HTTP_LAST_EVENT_ID=str(k)))
+        assert whole[:k] + resumed == whole, f"resumed after chunk {k}"
