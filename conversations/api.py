@@ -59,12 +59,17 @@ from workspaces.access import check, require, role_in
 from workspaces.roles import Action
 from workspaces.services import workspace_personal
 
+# The limits the views enforce, in the schema too: a request the schema allows is not
+# refused for its parameters.
+WAIT_SCHEMA = {"type": "number", "minimum": 0, "maximum": 60}
 WAIT_PARAMETER = OpenApiParameter(
-    "wait", int, description="Seconds (0..60) to wait for the run to finish before replying."
+    "wait",
+    WAIT_SCHEMA,
+    description="Seconds (0..60) to wait for the run to finish before replying.",
 )
 IDEMPOTENCY_HEADER = OpenApiParameter(
     "Idempotency-Key",
-    str,
+    {"type": "string", "maxLength": 128},
     location=OpenApiParameter.HEADER,
     description="A retried request with the same key returns the same run.",
 )

@@ -29,7 +29,7 @@ from rest_framework.views import APIView
 
 from adstudio.db import release_connection
 from adstudio.stream_slots import AsyncHeldStream, HeldStream, StreamSlot, take_stream_slot
-from conversations.api import seconds_param
+from conversations.api import WAIT_SCHEMA, seconds_param
 from conversations.models import Run, RunEvent, RunStatus
 from conversations.run_event_reads import arun_events_page
 from conversations.selectors import run_events_page, runs_for
@@ -73,7 +73,11 @@ class EventStreamRenderer(BaseRenderer):
         return data
 
 
-AFTER_PARAMETER = OpenApiParameter("after", int, description="Events after this seq.")
+AFTER_PARAMETER = OpenApiParameter(
+    "after", {"type": "integer", "minimum": 0}, description="Events after this seq."
+)
+# A header's value is text: an EventSource sends back the id it was given, as it was given.
+SEQUENCE_HEADER_SCHEMA = {"type": "string", "pattern": "^[0-9]+$"}
 # How long an EventSource waits before it reconnects to a stream that sent nothing.
 IDLE_RETRY_MS = 10_000
 # Seconds between comments on a stream that has nothing to send, which keep proxies from
@@ -93,9 +97,14 @@ class RunEventsView(APIView):
     @extend_schema(
         parameters=[
             AFTER_PARAMETER,
-            OpenApiParameter("wait", int, description="Long-poll up to this many seconds."),
+            OpenApiParameter(
+                "wait", WAIT_SCHEMA, description="Long-poll up to this many seconds (0..60)."
+            ),
+            OpenApiParameter("format", str, enum=["json"], description="The page as JSON."),
         ],
-        responses={200: EventsPageSerializer},
+        # JSON only: the Server-Sent Events of a client that negotiates them here are
+        # those of ``/events/stream``, documented there with their own type.
+        responses={(200, "application/json"): EventsPageSerializer},
         summary="A run's progress events, a page at a time (JSON, long polling)",
     )
     def get(self, request: Request, pk):
@@ -136,7 +145,7 @@ class RunEventStreamView(RunEventsView):
             AFTER_PARAMETER,
             OpenApiParameter(
                 "Last-Event-ID",
-                int,
+                SEQUENCE_HEADER_SCHEMA,
                 location=OpenApiParameter.HEADER,
                 description="Resume after this event (it takes precedence over `after`), "
                 "as a reconnecting EventSource sends it.",
@@ -196,7 +205,7 @@ def _stream_response(request: Request, run: Run, *, after: int, wait: float):
     if run.status in RunStatus.finished() and not run.events.filter(seq__gt=after).exists():
         # Nothing more will come. An EventSource reconnects whenever a stream ends, and
         # stops only on a 204.
-        return HttpResponse(status=status.HTTP_204_NO_CONTENT)
+        return no_content()
     slot = take_stream_slot(request.user)
     return _event_stream(
         run,
@@ -205,6 +214,13 @@ def _stream_response(request: Request, run: Run, *, after: int, wait: float):
         slot=slot,
         asynchronous=isinstance(request._request, ASGIRequest),
     )
+
+
+def no_content() -> HttpResponse:
+    """204, with no body and so no content type (Django's default would say HTML)."""
+    response = HttpResponse(status=status.HTTP_204_NO_CONTENT)
+    del response["Content-Type"]
+    return response
 
 
 def sequence_param(raw: str, name: str) -> int:

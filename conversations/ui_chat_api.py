@@ -21,11 +21,11 @@ from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.core.handlers.asgi import ASGIRequest
 from django.core.validators import ProhibitNullCharactersValidator
-from django.http import HttpResponse, StreamingHttpResponse
+from django.http import StreamingHttpResponse
 from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
-from rest_framework import serializers, status
+from rest_framework import serializers
 from rest_framework.exceptions import ValidationError
 from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
@@ -36,7 +36,13 @@ from adstudio.db import release_connection
 from adstudio.parsers import PayloadTooLarge, SafeJSONParser
 from adstudio.stream_slots import AsyncHeldStream, HeldStream, StreamSlot, take_stream_slot
 from adstudio.throttling import RunRateThrottle
-from conversations.events_api import ASYNC_KEEPALIVE_S, KEEPALIVE_S, sequence_param
+from conversations.events_api import (
+    ASYNC_KEEPALIVE_S,
+    KEEPALIVE_S,
+    SEQUENCE_HEADER_SCHEMA,
+    no_content,
+    sequence_param,
+)
 from conversations.models import Conversation, Run, RunEventType, RunStatus
 from conversations.run_event_reads import arun_events_page
 from conversations.selectors import (
@@ -204,7 +210,7 @@ class UIChatStreamView(APIView):
         parameters=[
             OpenApiParameter(
                 "Last-Event-ID",
-                int,
+                SEQUENCE_HEADER_SCHEMA,
                 location=OpenApiParameter.HEADER,
                 description="Continue after the chunk with this id (each chunk's id is its "
                 "place in the run's stream, from 1) rather than replay the run.",
@@ -229,7 +235,7 @@ class UIChatStreamView(APIView):
             else None
         )
         if run is None:
-            return HttpResponse(status=status.HTTP_204_NO_CONTENT)
+            return no_content()
         after = sequence_param(request.headers.get("Last-Event-ID", "0"), "Last-Event-ID")
         return ui_message_stream(
             run,

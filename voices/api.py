@@ -78,7 +78,7 @@ class VoicePagination(PageNumberPagination):
 _SEARCH_PARAMETERS = [
     OpenApiParameter(
         "language",
-        OpenApiTypes.STR,
+        {"type": "string", "minLength": 1, "pattern": "\\S"},
         required=True,
         description="ISO code or name, e.g. 'th', 'Thai'; a region ('pt-BR') narrows to "
         "that locale.",
