@@ -20,6 +20,7 @@ from django.db import DatabaseError, InterfaceError, OperationalError
 
 from adstudio import log_context, observability
 from adstudio.db import WriteConflict, release_connection
+from adstudio.storable import without_nul
 from adstudio.tools import ToolContext
 from conversations import providers, run_log
 from conversations.heartbeat import Heartbeat
@@ -54,6 +55,8 @@ from conversations.providers import (
     ToolResultMessage,
     UserMessage,
 )
+from conversations.providers.base import Interrupted
+from conversations.providers.interrupt import interruptible
 from conversations.run_log import ClaimLost, RunLog, TextEvents
 from conversations.step_gate import provider_wait, step_gate
 from conversations.summary import summarise_if_needed
@@ -350,6 +353,20 @@ def _drive(state: RunState) -> Answer | Stop:
         _run_tools(state, step)
 
 
+def _interrupted(state: RunState, text_stream: TextEvents, text: str) -> Stop:
+    """The end of a run cancelled during a model call: the reply's text so far is kept,
+    in the stream and in the history, marked as interrupted; no tool of it runs."""
+    for event in text_stream.remaining():
+        state.log.events.append(event)
+    if text:
+        state.append(
+            AssistantMessage(text=without_nul(text)),
+            extra={"provider_data": {"interrupted": True}},
+        )
+        state.log.write()
+    return Stop(RunStatus.CANCELLED, StopCause.CANCELLED)
+
+
 def _plan_next(state: RunState) -> CallModel | Stop:
     """Whether the run calls the model again. A model call's ``model_call.started`` event
     is staged with the writes in progress, so it costs no statement of its own."""
@@ -411,9 +428,18 @@ def _model_step(state: RunState, *, last_round: bool = False) -> RunTools | Answ
         log.write()
     state.call_announced = False
     text_stream = TextEvents(log.events)
+    said: list[str] = []  # this attempt's text: what a cancelled call leaves
+
+    def on_text(delta: str) -> None:
+        said.append(delta)
+        text_stream.add(delta)
 
     def record_attempt(attempt: providers.Attempt) -> None:
-        text_stream.attempt_ended(failed=attempt.error is not None)
+        # An interrupted attempt's text stays: the person saw it as they pressed Stop.
+        failed = attempt.error is not None and not isinstance(attempt.error, Interrupted)
+        text_stream.attempt_ended(failed=failed)
+        if failed:
+            said.clear()
         try:
             log.model_call(round_no, attempt)
         except DatabaseError:  # the run's own error is the one to report
@@ -421,10 +447,13 @@ def _model_step(state: RunState, *, last_round: bool = False) -> RunTools | Answ
         if attempt.error is not None:
             release_connection()  # the retry's wait needs no connection
 
-    with provider_wait():
-        response = providers.generate(
-            request, route=state.route, on_attempt=record_attempt, on_text=text_stream.add
-        )
+    try:
+        with provider_wait(), interruptible(state.heartbeat.interrupt):
+            response = providers.generate(
+                request, route=state.route, on_attempt=record_attempt, on_text=on_text
+            )
+    except Interrupted:  # cancelled while the model was answering
+        return _interrupted(state, text_stream, "".join(said))
     message = storable_reply(response.message)
     # Calls of a reply cut off at its token limit, or stopped by the content filter, are
     # not run, now or when the run is requeued: they are kept for staff only.

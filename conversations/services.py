@@ -19,6 +19,7 @@ from django.utils import timezone
 from adstudio.db import insert_rows
 from adstudio.log_context import bind
 from conversations import providers
+from conversations.heartbeat import notify_cancel
 from conversations.leases import finish_locked, heartbeat_fresh, run_enqueue
 from conversations.locks import run_lock
 from conversations.models import Conversation, Run, RunStatus, StopCause
@@ -245,6 +246,7 @@ def run_cancel(*, run: Run) -> Run:
         elif run.status == RunStatus.RUNNING and not run.cancel_requested:
             run.cancel_requested = True
             run.save(update_fields=["cancel_requested"])
+            notify_cancel(run.pk)  # delivered at commit, to the worker that holds the run
     return run
 
 

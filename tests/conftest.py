@@ -107,12 +107,14 @@ def _is_loopback(host: object) -> bool:
 
 @pytest.fixture(scope="session", autouse=True)
 def _run_wakeups_stopped_before_teardown(django_db_setup):
-    """The run wake-ups' listener holds a connection to the test database, which must be
-    closed before that database is dropped."""
+    """The run wake-ups' and the run cancels' listeners hold connections to the test
+    database, which must be closed before that database is dropped."""
+    from conversations import heartbeat
     from conversations.run_wakeups import run_wakeups
 
     yield
     run_wakeups.stop()
+    heartbeat.stop_listening()
 
 
 @pytest.fixture(autouse=True)

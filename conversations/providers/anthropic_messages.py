@@ -27,6 +27,7 @@ from conversations.providers.base import (
     TextCallback,
 )
 from conversations.providers.errors import classify_stream_error, error_detail, scrub
+from conversations.providers.interrupt import reading
 from conversations.providers.profiles import ANTHROPIC
 from conversations.providers.sdk_adapter import SDK, Reply, SDKAdapter
 
@@ -85,9 +86,10 @@ class AnthropicProvider(SDKAdapter[Anthropic, MessageAssembler]):
         try:
             # An ``event: error`` after HTTP 200 is raised by the SDK as a status error with
             # status 200, which SDKAdapter._status_error sends to classify_stream_error.
-            for event in events:
-                data = event.to_dict() if hasattr(event, "to_dict") else event
-                assembler.add_event(self._json_object(data, "stream event", request_id))
+            with reading(raw.http_response):
+                for event in events:
+                    data = event.to_dict() if hasattr(event, "to_dict") else event
+                    assembler.add_event(self._json_object(data, "stream event", request_id))
         finally:
             events.close()
         if not assembler.finished:

@@ -244,3 +244,10 @@ class ContentFiltered(ProviderError):
     """The provider's moderation refused the content."""
 
     code = "content_filtered"
+
+
+class Interrupted(ProviderError):
+    """The call was ended on purpose (its run was cancelled): not retried, and no other
+    provider is asked."""
+
+    code = "cancelled"

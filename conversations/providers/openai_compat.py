@@ -19,6 +19,7 @@ from conversations.providers import chat_format
 from conversations.providers.accumulator import StreamAccumulator
 from conversations.providers.base import GenerateRequest, TextCallback, TransientError
 from conversations.providers.errors import classify_stream_error
+from conversations.providers.interrupt import reading
 from conversations.providers.profiles import OPENAI
 from conversations.providers.sdk_adapter import SDK, Reply, SDKAdapter
 
@@ -58,16 +59,18 @@ class OpenAICompatProvider(SDKAdapter[OpenAI, StreamAccumulator]):
                 response.close()
             return self._read_completion(response, accumulator)
         try:
-            for data in sse_data(response.iter_lines()):
-                if data.startswith("[DONE]"):
-                    # Read on to the end of the body, so the connection goes back to
-                    # the pool instead of being closed (a new connection, and TLS
-                    # handshake, per call).
-                    continue
-                chunk = self._json_object(json.loads(data), "stream chunk", request_id)
-                if chunk.get("error"):  # an error object after HTTP 200
-                    raise classify_stream_error(chunk["error"], **self._error_context(request_id))
-                accumulator.add_chunk(chunk)
+            with reading(response):
+                for data in sse_data(response.iter_lines()):
+                    if data.startswith("[DONE]"):
+                        # Read on to the end of the body, so the connection goes back to
+                        # the pool instead of being closed (a new connection, and TLS
+                        # handshake, per call).
+                        continue
+                    chunk = self._json_object(json.loads(data), "stream chunk", request_id)
+                    if chunk.get("error"):  # an error object after HTTP 200
+                        context = self._error_context(request_id)
+                        raise classify_stream_error(chunk["error"], **context)
+                    accumulator.add_chunk(chunk)
         finally:
             response.close()
         if not accumulator.finished:

@@ -16,6 +16,7 @@ from conversations.providers.base import (
     ChatProvider,
     ContentFiltered,
     GenerateRequest,
+    Interrupted,
     ModelResponse,
     ProviderError,
     TextCallback,
@@ -88,7 +89,7 @@ def generate(
                     error.code,
                     error.message,
                 )
-                if isinstance(error, BadRequest | ContentFiltered):
+                if isinstance(error, BadRequest | ContentFiltered | Interrupted):
                     raise
                 delay = policy.next_delay(error, attempt=attempt, spent=spent)
                 if delay is None:

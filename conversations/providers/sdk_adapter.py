@@ -19,6 +19,7 @@ from conversations.providers.base import (
     AssistantMessage,
     AuthenticationFailed,
     GenerateRequest,
+    Interrupted,
     ModelResponse,
     ProviderError,
     StopReason,
@@ -28,6 +29,7 @@ from conversations.providers.base import (
     new_tool_call_id,
 )
 from conversations.providers.errors import classify_status, classify_stream_error, scrub
+from conversations.providers.interrupt import interrupted
 from conversations.providers.profiles import ProviderProfile
 
 
@@ -117,11 +119,17 @@ class SDKAdapter[Client, Reader](ABC):
         payload = self._payload(request, stream=stream)
         reader = self._reader(on_text)
         started = time.monotonic()
-        with self._map_api_errors():
-            if stream:
-                request_id = self._stream(payload, reader)
-            else:
-                request_id = self._complete(payload, reader)
+        try:
+            with self._map_api_errors():
+                if stream:
+                    request_id = self._stream(payload, reader)
+                else:
+                    request_id = self._complete(payload, reader)
+        except ProviderError:
+            if interrupted():  # the read failed because the response was closed on purpose
+                raise Interrupted("the call was interrupted: its run was cancelled",
+                                  provider=self.name) from None  # fmt: skip
+            raise
         latency_ms = int((time.monotonic() - started) * 1000)
         reply = self._reply(reader, payload)
         return ModelResponse(
