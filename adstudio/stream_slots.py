@@ -180,8 +180,11 @@ def release_request_thread() -> None:
     new thread, given up when the response ends as before."""
     from asgiref.sync import SyncToAsync
 
-    context = SyncToAsync.thread_sensitive_context.get(None)
-    executor = SyncToAsync.context_to_thread_executor.pop(context, None) if context else None
+    # asgiref's own bookkeeping (3.x): were it to change, the thread is kept, as before.
+    contexts = getattr(SyncToAsync, "thread_sensitive_context", None)
+    executors = getattr(SyncToAsync, "context_to_thread_executor", None)
+    context = contexts.get(None) if contexts is not None else None
+    executor = executors.pop(context, None) if context is not None and executors else None
     if executor is not None:
         executor.shutdown(wait=False)
 

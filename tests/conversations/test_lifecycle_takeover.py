@@ -101,11 +101,16 @@ def test_a_reply_that_arrives_after_a_takeover_is_not_written(
     assert (run.status, run.claims, run.rounds) == ("running", 2, 0)  # the other's to finish
     rows = Message.objects.filter(run=run).order_by("seq")
     assert [(m.seq, m.role) for m in rows] == [(1, "user")]  # written before the model call
-    assert events_of(run) == [
+    events = events_of(run)
+    # Text streamed while the reply came may have been written as it came (on a busy
+    # machine, its first delta arrives later than the text events' interval): before
+    # the takeover, and nothing of the step after it.
+    assert [e for e in events if e[0] != "text"] == [
         ("run.started", {"resumed": False}),
         ("model_call.started", {"round": 1}),
         ("run.started", {"resumed": True}),  # the other worker's claim
     ]
+    assert events[-1] == ("run.started", {"resumed": True})
     assert not ModelCall.objects.filter(run=run).exists()  # the reply's call came with it
     assert not Draft.objects.exists()
     assert "taken over by another worker; this one stops" in caplog.text
