@@ -41,6 +41,7 @@ class BoundedBodies:
         limit = self.max_bytes()
         chunks: list[bytes] = []
         received = 0
+        answered = False
         try:
             async with asyncio.timeout(self.timeout()):
                 while True:
@@ -52,11 +53,16 @@ class BoundedBodies:
                     if received > limit:
                         detail = f"Request body is larger than {limit} bytes."
                         await _refuse(send, 413, "payload_too_large", detail)
+                        answered = True
+                        # The rest is read and dropped, so that a client still sending
+                        # reads the answer rather than a broken pipe.
+                        await _drain(receive, message, more=DRAIN_FACTOR * limit)
                         return
                     if not message.get("more_body", False):
                         break
         except TimeoutError:
-            await _refuse(send, 408, "request_timeout", "The request body came too slowly.")
+            if not answered:
+                await _refuse(send, 408, "request_timeout", "The request body came too slowly.")
             return
         body = {"type": "http.request", "body": b"".join(chunks), "more_body": False}
         delivered = False
@@ -69,6 +75,17 @@ class BoundedBodies:
             return await receive()  # after the body: the wait for a disconnect
 
         await self.app(scope, replay, send)
+
+
+DRAIN_FACTOR = 8  # a refused body is read on for at most this many times the limit
+
+
+async def _drain(receive: Receive, message: dict, *, more: int) -> None:
+    while message.get("more_body", False) and more > 0:
+        message = await receive()
+        if message["type"] != "http.request":
+            return
+        more -= len(message.get("body", b""))
 
 
 async def _refuse(send: Send, status: int, code: str, message: str) -> None:

@@ -18,8 +18,9 @@ def http_scope(path: str, method: str = "GET") -> dict:
 
 def call(app, scope: dict, messages: list[dict] | None = None, *, pause: float = 0) -> list[dict]:
     """``app`` served ``scope``; ``messages`` arrive as the request's body, each after
-    ``pause`` seconds. The messages the app sent."""
-    incoming = list(messages or [{"type": "http.request", "body": b""}])
+    ``pause`` seconds (taken from the list, which shows what was left unread). The
+    messages the app sent."""
+    incoming = messages if messages is not None else [{"type": "http.request", "body": b""}]
     sent: list[dict] = []
 
     async def receive() -> dict:
@@ -116,13 +117,25 @@ def test_a_body_within_the_limits_reaches_the_application_whole_and_at_once():
     assert received == [{"type": "http.request", "body": b"x" * 60 + b"y" * 40, "more_body": False}]
 
 
-def test_a_body_past_the_size_limit_is_refused_as_it_arrives():
+def test_a_body_past_the_size_limit_is_refused_as_it_arrives_and_the_rest_read_out():
     reader = BodyReader()
     parts = [{"type": "http.request", "body": b"x" * 80, "more_body": True}] * 5
-    start, body = call(bounded(reader), http_scope("/api/ads/", "POST"), parts)
+    parts.append({"type": "http.request", "body": b"x"})
+    incoming = list(parts)
+    start, body = call(bounded(reader), http_scope("/api/ads/", "POST"), incoming)
     assert start["status"] == 413
     assert json.loads(body["body"])["error"]["code"] == "payload_too_large"
     assert reader.got is None  # the application is not called
+    assert not incoming  # read to its end: a client still sending gets the answer
+
+
+def test_a_refused_body_is_read_out_only_so_far():
+    parts = [{"type": "http.request", "body": b"x" * 80, "more_body": True}] * 50
+    incoming = list(parts)
+    start, _ = call(bounded(BodyReader(), max_bytes=100), http_scope("/", "POST"), incoming)
+    assert start["status"] == 413
+    # 100 bytes and 8 times that more, at most: 12 parts of 80; the rest is left unread.
+    assert len(parts) - len(incoming) == 12
 
 
 def test_a_body_that_comes_too_slowly_is_refused_with_408():
