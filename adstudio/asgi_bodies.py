@@ -51,12 +51,12 @@ class BoundedBodies:
                     chunks.append(message.get("body", b""))
                     received += len(chunks[-1])
                     if received > limit:
+                        # The rest is read and dropped first (up to a bound), so that a
+                        # client still sending reads the answer rather than a broken pipe.
+                        whole = await _drain(receive, message, more=DRAIN_FACTOR * limit)
                         detail = f"Request body is larger than {limit} bytes."
-                        await _refuse(send, 413, "payload_too_large", detail)
                         answered = True
-                        # The rest is read and dropped, so that a client still sending
-                        # reads the answer rather than a broken pipe.
-                        await _drain(receive, message, more=DRAIN_FACTOR * limit)
+                        await _refuse(send, 413, "payload_too_large", detail, close=not whole)
                         return
                     if not message.get("more_body", False):
                         break
@@ -80,25 +80,25 @@ class BoundedBodies:
 DRAIN_FACTOR = 8  # a refused body is read on for at most this many times the limit
 
 
-async def _drain(receive: Receive, message: dict, *, more: int) -> None:
-    while message.get("more_body", False) and more > 0:
+async def _drain(receive: Receive, message: dict, *, more: int) -> bool:
+    """Read the body on, dropping it, for at most ``more`` bytes: whether it ended."""
+    while message.get("more_body", False):
+        if more <= 0:
+            return False
         message = await receive()
         if message["type"] != "http.request":
-            return
+            return False
         more -= len(message.get("body", b""))
+    return True
 
 
-async def _refuse(send: Send, status: int, code: str, message: str) -> None:
+async def _refuse(send: Send, status: int, code: str, message: str, *, close: bool = True) -> None:
     body = json.dumps({"error": {"code": code, "message": message}}).encode()
-    await send(
-        {
-            "type": "http.response.start",
-            "status": status,
-            "headers": [
-                (b"content-type", b"application/json"),
-                (b"content-length", str(len(body)).encode()),
-                (b"connection", b"close"),  # the rest of the body is not read
-            ],
-        }
-    )
+    headers = [
+        (b"content-type", b"application/json"),
+        (b"content-length", str(len(body)).encode()),
+    ]
+    if close:
+        headers.append((b"connection", b"close"))  # the rest of the body is not read
+    await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body})

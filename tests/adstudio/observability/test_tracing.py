@@ -107,8 +107,10 @@ def test_a_generation_and_a_chat_are_each_one_trace_from_request_to_model_calls(
     chat = wait_finished(chatted.json()["runId"])
     assert (generation.status, chat.status) == ("succeeded", "succeeded")
 
+    # At least two: on a busy machine the recovery sweep may send a task again for a run
+    # still queued past its grace, and that task finds nothing to do.
     worker_spans = collector.wait_for(
-        lambda spans: sum(s.name == f"run/{TASK}" for s in spans) == 2,
+        lambda spans: sum(s.name == f"run/{TASK}" for s in spans) >= 2,
         what="both tasks' spans",
     )
     web_spans = web.spans()
