@@ -42,13 +42,8 @@ class HealthCheckMiddleware:
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
         if request.path_info in (HEALTH_PATH, READY_PATH):
-            if request.method not in ("GET", "HEAD"):
-                response = JsonResponse({"detail": "Use GET."}, status=405)
-                response["Allow"] = "GET, HEAD"
-                return response
-            if request.path_info == HEALTH_PATH:
-                return _no_store(JsonResponse({"status": "ok"}))
-            return _no_store(readiness_response())
+            answer = _answer_without_checks(request.path_info, request.method)
+            return answer or _no_store(readiness_response())
         return self.get_response(request)
 
 
@@ -67,12 +62,8 @@ class HealthCheckApp:
         if scope["type"] != "http" or path not in (HEALTH_PATH, READY_PATH):
             await self.app(scope, receive, send)
             return
-        if scope["method"] not in ("GET", "HEAD"):
-            response = JsonResponse({"detail": "Use GET."}, status=405)
-            response["Allow"] = "GET, HEAD"
-        elif path == HEALTH_PATH:
-            response = _no_store(JsonResponse({"status": "ok"}))
-        else:
+        response = _answer_without_checks(path, scope["method"])
+        if response is None:
             loop = asyncio.get_running_loop()
             response = _no_store(await loop.run_in_executor(self.checks, readiness_response))
         body = b"" if scope["method"] == "HEAD" else response.content
@@ -82,6 +73,18 @@ class HealthCheckApp:
             {"type": "http.response.start", "status": response.status_code, "headers": headers}
         )
         await send({"type": "http.response.body", "body": body})
+
+
+def _answer_without_checks(path: str, method: str | None) -> HttpResponse | None:
+    """A probe's answer when it needs no check (a wrong method, ``/healthz``); None for
+    ``/readyz``, whose checks the caller runs where it can wait."""
+    if method not in ("GET", "HEAD"):
+        response = JsonResponse({"detail": "Use GET."}, status=405)
+        response["Allow"] = "GET, HEAD"
+        return response
+    if path == HEALTH_PATH:
+        return _no_store(JsonResponse({"status": "ok"}))
+    return None
 
 
 def readiness_response() -> JsonResponse:

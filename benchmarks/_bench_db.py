@@ -69,6 +69,18 @@ def setup_django(url: str) -> None:
         cursor.execute("VACUUM ANALYZE")
 
 
+def bench_django(database: str, *, broker_url: str | None = None) -> str:
+    """Django set up on the benchmark database ``database`` (created if need be, migrated,
+    vacuumed), with ``broker_url`` as its broker when given (set before the settings
+    load); the database's URL."""
+    url = bench_database_url(database)
+    create_database(url)
+    if broker_url is not None:
+        os.environ["CELERY_BROKER_URL"] = broker_url
+    setup_django(url)
+    return url
+
+
 # Set in every Redis database a benchmark empties: one without it, if not empty, holds
 # someone else's keys (a test run's, a developer's broker) and is never flushed.
 BENCH_MARKER = "adstudio:benchmark-owned"

@@ -30,12 +30,10 @@ from pathlib import Path
 
 from benchmarks._bench_db import (
     DEFAULT_DATABASE,
-    bench_database_url,
-    create_database,
+    bench_django,
     empty_work_queue,
     machine,
     percentile,
-    setup_django,
     source_revision,
     start,
     write_results,
@@ -72,27 +70,30 @@ class SlowReply(BaseHTTPRequestHandler):
                 SlowReply.closed.append(time.monotonic())
                 return
             if time.monotonic() >= next_word:
-                chunk = {
-                    "id": "bench",
-                    "object": "chat.completion.chunk",
-                    "model": "bench",
-                    "choices": [{"index": 0, "delta": {"content": "word "}}],
-                }
                 try:
-                    self._send(f"data: {json.dumps(chunk)}\n\n".encode())
+                    self._send(_chunk({"content": "word "}))
                 except OSError:
                     SlowReply.closed.append(time.monotonic())
                     return
                 next_word = time.monotonic() + WORD_EVERY_S
             time.sleep(0.002)
-        done = {"id": "bench", "object": "chat.completion.chunk", "model": "bench",
-                "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}  # fmt: skip
-        self._send(f"data: {json.dumps(done)}\n\ndata: [DONE]\n\n".encode())
+        self._send(_chunk({}, finish_reason="stop") + b"data: [DONE]\n\n")
         self._send(b"")
 
     def _send(self, data: bytes) -> None:
         self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
         self.wfile.flush()
+
+
+def _chunk(delta: dict, finish_reason: str | None = None) -> bytes:
+    choice = {"index": 0, "delta": delta, "finish_reason": finish_reason}
+    chunk = {
+        "id": "bench",
+        "object": "chat.completion.chunk",
+        "model": "bench",
+        "choices": [choice],
+    }
+    return f"data: {json.dumps(chunk)}\n\n".encode()
 
 
 def _hung_up(sock: socket.socket) -> bool:
@@ -112,10 +113,7 @@ def main() -> None:
     parser.add_argument("--broker-url", default=BROKER)
     parser.add_argument("--database", default=DEFAULT_DATABASE)
     args = parser.parse_args()
-    url = bench_database_url(args.database)
-    create_database(url)
-    os.environ["CELERY_BROKER_URL"] = args.broker_url  # before settings load
-    setup_django(url)
+    url = bench_django(args.database, broker_url=args.broker_url)
     logging.getLogger().setLevel(logging.WARNING)
 
     from django.contrib.auth.models import User

@@ -23,10 +23,8 @@ import tracemalloc
 
 from benchmarks._bench_db import (
     DEFAULT_DATABASE,
-    bench_database_url,
-    create_database,
+    bench_django,
     machine,
-    setup_django,
     source_revision,
     write_results,
 )
@@ -129,12 +127,10 @@ def main() -> None:
     parser.add_argument("--streams", type=int, default=300)
     parser.add_argument("--database", default=DEFAULT_DATABASE)
     args = parser.parse_args()
-    url = bench_database_url(args.database)
-    create_database(url)
     os.environ.setdefault("ALLOWED_HOSTS", "127.0.0.1")
     os.environ["ADSTUDIO_MAX_STREAMS_PER_USER"] = str(args.streams + 100)
     os.environ["CELERY_TASK_ALWAYS_EAGER"] = "0"
-    setup_django(url)
+    bench_django(args.database)
 
     from django.contrib.auth.models import User
     from django.db import connections

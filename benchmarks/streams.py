@@ -42,15 +42,13 @@ import httpx
 
 from benchmarks._bench_db import (
     DEFAULT_DATABASE,
-    bench_database_url,
+    bench_django,
     claim_redis,
-    create_database,
     empty_work_queue,
     free_port,
     machine,
     percentile,
     process_cpu_seconds,
-    setup_django,
     source_revision,
     start,
     wait_http,
@@ -277,10 +275,7 @@ def main() -> None:
     parser.add_argument("--cache-url", default=CACHE)
     parser.add_argument("--database", default=DEFAULT_DATABASE)
     args = parser.parse_args()
-    url = bench_database_url(args.database)
-    create_database(url)
-    os.environ["CELERY_BROKER_URL"] = args.broker_url  # before settings load
-    setup_django(url)
+    url = bench_django(args.database, broker_url=args.broker_url)
     logging.getLogger().setLevel(logging.WARNING)
 
     from django.contrib.auth.models import User

@@ -127,8 +127,8 @@ class SDKAdapter[Client, Reader](ABC):
                     request_id = self._complete(payload, reader)
         except ProviderError:
             if interrupted():  # the read failed because the response was closed on purpose
-                raise Interrupted("the call was interrupted: its run was cancelled",
-                                  provider=self.name) from None  # fmt: skip
+                message = "the call was interrupted: its run was cancelled"
+                raise Interrupted(message, provider=self.name) from None
             raise
         latency_ms = int((time.monotonic() - started) * 1000)
         reply = self._reply(reader, payload)
