@@ -178,6 +178,10 @@ class Batch:
         statement sets that row); whether there was one."""
         return self._updates.pop((model, pk), None) is not None
 
+    def holds(self, model: type[Model]) -> bool:
+        """Whether rows of ``model`` are staged."""
+        return bool(self._rows.get(model))
+
     @property
     def updated_rows(self) -> frozenset[tuple[type[Model], Any]]:
         """The (model, pk) of each row the batch updates."""

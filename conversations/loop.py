@@ -57,7 +57,7 @@ from conversations.providers import (
 )
 from conversations.providers.base import Interrupted
 from conversations.providers.interrupt import interruptible
-from conversations.run_log import ClaimLost, RunLog, TextEvents
+from conversations.run_log import ClaimLost, RunLog, StepCancelled, TextEvents
 from conversations.step_gate import provider_wait, step_gate
 from conversations.summary import summarise_if_needed
 from conversations.tokens import message_tokens
@@ -533,8 +533,9 @@ def _run_tools(state: RunState, step: RunTools) -> None:
                 state.planned = _plan_next(state)
             # A lost claim (nothing of the call written) is not raised here, where the
             # executor would take it for the tool's failure: the loop stops after the
-            # call instead (state.log.lost).
-            with suppress(ClaimLost):
+            # call instead (state.log.lost), as after a draft refused for the run's cancel
+            # (state.log.cancelled).
+            with suppress(ClaimLost, StepCancelled):
                 state.log.write()
 
         if state.failures[call.name] >= settings.ADSTUDIO_MAX_TOOL_FAILURES:
@@ -557,5 +558,8 @@ def _run_tools(state: RunState, step: RunTools) -> None:
                 raise
         if state.log.lost:
             raise ClaimLost(f"run {state.run.pk} was claimed by another worker")
+        if state.log.cancelled:  # no later call runs, no model is asked again
+            state.planned = Stop(RunStatus.CANCELLED, StopCause.CANCELLED)
+            return
         if outcome.is_error:
             state.failures[call.name] += 1

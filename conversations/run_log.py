@@ -39,6 +39,7 @@ from conversations.providers import (
 )
 from conversations.tokens import count_tokens, message_tokens
 from conversations.tools import ToolOutcome, tool_specs
+from drafts.models import Draft
 
 TEXT_EVENT_INTERVAL = 0.25  # seconds between streamed text events
 INTERRUPTED = "interrupted"  # ModelCall.error_code of a request whose reply never came
@@ -62,12 +63,33 @@ class ClaimLost(Exception):
     step was not written, and the run is the other worker's to go on with and finish."""
 
 
+class StepCancelled(Exception):
+    """The run's cancel was accepted before its step's draft was written: nothing of the
+    step was written, and the run ends cancelled."""
+
+
 def holder_fence(run: Run) -> Fence:
     """The condition of every write of a run's worker: the run is running under the claim
     token the worker took it with (``run.claims``). Checked in the write's own statement,
     so a worker whose run was taken over writes nothing more of it, even in the moment
     between another worker's claim and its own next heartbeat."""
     return Fence(Run, run.pk, {"claims": run.claims, "status": RunStatus.RUNNING})
+
+
+def uncancelled_fence(run: Run) -> Fence:
+    """``holder_fence``, and no cancel accepted: the condition of a step that writes a
+    draft. A cancel takes the run's row ``FOR UPDATE``, which waits for the step's lock or
+    is seen by its statement: a draft is written before a cancel is accepted, or never."""
+    return Fence(
+        Run,
+        run.pk,
+        {"claims": run.claims, "status": RunStatus.RUNNING, "cancel_requested": False},
+    )
+
+
+def _still_held(run: Run) -> bool:
+    fence = holder_fence(run)
+    return Run.objects.filter(pk=run.pk, **fence.values).exists()
 
 
 # --- Events: one builder per type -----------------------------------------------------
@@ -244,6 +266,7 @@ class RunLog:
     events: EventLog
     batch: Batch = field(default_factory=Batch)
     lost: bool = False  # a write found the run claimed by another worker
+    cancelled: bool = False  # a step's draft was refused: the run's cancel came first
 
     def __post_init__(self) -> None:
         self.batch.fence = holder_fence(self.run)
@@ -270,10 +293,22 @@ class RunLog:
 
     def write(self) -> None:
         """Write the staged step. Raises ``ClaimLost`` when another worker has claimed the
-        run: then nothing of the step was written."""
-        if not self.batch.write():
-            self.lost = True
-            raise ClaimLost(f"run {self.run.pk} was claimed by another worker")
+        run, ``StepCancelled`` when the step writes a draft and the run's cancel was
+        accepted: then nothing of the step was written."""
+        drafts = self.batch.holds(Draft)
+        if drafts:
+            self.batch.fence = uncancelled_fence(self.run)
+        try:
+            written = self.batch.write()
+        finally:
+            self.batch.fence = holder_fence(self.run)
+        if written:
+            return
+        if drafts and _still_held(self.run):
+            self.cancelled = True
+            raise StepCancelled(f"run {self.run.pk} was cancelled before its draft was written")
+        self.lost = True
+        raise ClaimLost(f"run {self.run.pk} was claimed by another worker")
 
     def count_usage(self, response: ModelResponse) -> None:
         """Stage what a model call cost, added to the run's counters. Adapters estimate the

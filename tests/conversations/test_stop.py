@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from conversations.models import Message, ModelCall, RunEvent
+from conversations.models import Message, ModelCall, Run, RunEvent
 from conversations.services import run_cancel, start_generation
 from drafts.models import Draft
 from tests.fakes.server import call, turn
@@ -60,3 +60,29 @@ def test_a_cancel_ends_a_streaming_reply_at_once_and_keeps_its_text(worker, fake
     calls = list(ModelCall.objects.filter(run=run).values_list("error_code", flat=True))
     assert calls == ["cancelled"]
     assert len(fake_openai.requests) == 1
+
+
+def test_a_cancel_accepted_before_a_step_is_written_keeps_its_draft_out(
+    worker, fake_openai, make_ad
+):
+    """The cancel reaches the database only (no notification, heartbeats far apart): the
+    step's own statement sees it and writes no draft."""
+    ad = make_ad(language="en")
+    fake_openai.script(
+        turn(
+            "A warm bed under the voices.",
+            tool_calls=[call("create_music_draft", {"prompt": "warm acoustic pop"})],
+            pause_after=2,
+            pause=2.0,
+        )
+    )
+    run = start_generation(ad=ad)
+    fake_openai.wait_for_requests(1)
+    # Accepted while the reply is still on its way, told to no one.
+    assert Run.objects.filter(pk=run.pk, status="running").update(cancel_requested=True) == 1
+    run_finished(run, timeout=15)
+
+    assert run.status == "cancelled", (run.status, run.error_message)
+    assert not Draft.objects.filter(ad=ad).exists()
+    assert not RunEvent.objects.filter(run=run, type="draft.created").exists()
+    assert len(fake_openai.requests) == 1  # no model call after the cancel
