@@ -33,11 +33,10 @@ from rest_framework.views import APIView
 from adstudio.parsers import PayloadTooLarge
 from adstudio.throttling import RunRateThrottle
 from conversations import providers
-from conversations.message_rows import history_rows, message_parts, model_messages, ui_messages
+from conversations.message_rows import history_rows, message_parts, model_messages
 from conversations.models import STATS_PERMISSION, Conversation, Message, Run, RunStatus
 from conversations.selectors import (
     agent_stats,
-    conversation_drafts,
     conversation_latest,
     conversation_latest_for,
     conversations_for,
@@ -53,6 +52,7 @@ from conversations.services import (
     run_cancel,
     run_once_per_key,
 )
+from conversations.ui_history import conversation_ui_messages
 from drafts.api import BriefSerializer, workspace_for_writing
 from drafts.selectors import ads_for
 from workspaces.access import check, require, role_in
@@ -449,11 +449,11 @@ class ConversationMessagesView(generics.ListAPIView):
         if shape not in MESSAGE_FORMATS:
             return super().get(request, *args, **kwargs)
         conversation = self.get_conversation()
-        rows = history_rows(conversation_id=conversation.pk, after_seq=0)
         if shape == "model":
+            rows = history_rows(conversation_id=conversation.pk, after_seq=0)
             messages = model_messages(rows)
         else:
-            messages = ui_messages(rows, drafts=conversation_drafts(conversation=conversation))
+            messages = conversation_ui_messages(conversation)
         return self.get_paginated_response(self.paginate_queryset(messages))
 
 

@@ -15,7 +15,7 @@ from typing import Any
 from adstudio.db import column, quote_name
 from adstudio.storable import without_nul
 from conversations.models import Message as MessageRow
-from conversations.models import Role
+from conversations.models import Role, Run
 from conversations.providers import (
     AssistantMessage,
     Message,
@@ -52,11 +52,13 @@ def history_sql(conversation: str) -> str:
     run's claim): ``history_rows``'s rows as one JSON array, NULL when there is none.
     Read it with ``history_rows_from``."""
     table = quote_name(MessageRow._meta.db_table)
+    runs = quote_name(Run._meta.db_table)
     values = ", ".join(f"m.{column(MessageRow, name)}" for name in HISTORY_FIELDS)
     return (
         f"(SELECT json_agg(json_build_array({values}) ORDER BY m.seq) FROM {table} m "
         f"WHERE m.conversation_id = {conversation}.id "
-        f"AND m.seq > {conversation}.summary_upto_seq)"
+        f"AND m.seq > {conversation}.summary_upto_seq "
+        f"AND NOT EXISTS (SELECT 1 FROM {runs} r WHERE r.{column(Run, 'replaces')} = m.run_id))"
     )
 
 
@@ -71,9 +73,11 @@ def history_rows_from(value: str | list | None) -> list[HistoryRow]:
 
 def history_rows(*, conversation_id, after_seq: int) -> list:
     """The conversation's messages after ``after_seq`` in order, as named rows of
-    ``HISTORY_FIELDS`` (which a ``Message`` instance also has)."""
+    ``HISTORY_FIELDS`` (which a ``Message`` instance also has); without the messages of a
+    run whose reply was regenerated (``Run.replaces``)."""
     return list(
         MessageRow.objects.filter(conversation_id=conversation_id, seq__gt=after_seq)
+        .exclude(run__in=Run.objects.filter(replaced_by__isnull=False))
         .order_by("seq")
         .values_list(*HISTORY_FIELDS, named=True)
     )
@@ -213,63 +217,9 @@ def _result_value(row: MessageRow) -> Any:
         return row.text
 
 
-def _error_text(row: MessageRow) -> str:
-    """A failed tool call's result as one line: its error and what to do about it."""
-    result = _result_value(row)
-    if isinstance(result, dict) and "error" in result:
-        return " ".join(str(result[key]) for key in ("error", "suggestion") if result.get(key))
-    return str(result)
-
-
 def assistant_ui_message_id(run_id: Any) -> str:
     """The id of a run's assistant UIMessage: the same in the history and the stream."""
     return f"run-{run_id}"
-
-
-def ui_messages(
-    rows: Iterable[MessageRow], *, drafts: dict[str, dict[str, Any]] | None = None
-) -> list[dict[str, Any]]:
-    """The conversation as ``UIMessage``s: each user message on its own, each run's
-    assistant messages and tool results folded into one assistant message (a
-    ``step-start`` per model call, text parts, ``tool-<name>`` parts with their state,
-    input and output or error). ``drafts`` (keyed by ``draft_call_key``)
-    adds a ``data-draft`` part after the tool part, as the UI message stream sends it."""
-    drafts = drafts or {}
-    messages: list[dict[str, Any]] = []
-    tools: dict[str, tuple[dict[str, Any], int]] = {}  # open tool parts and their message
-    for row in rows:
-        if row.role == Role.USER:
-            messages.append(
-                {"id": f"m{row.seq}", "role": "user", "parts": [{"type": "text", "text": row.text}]}
-            )
-            continue
-        message_id = assistant_ui_message_id(row.run_id) if row.run_id else f"m{row.seq}"
-        if not messages or messages[-1]["id"] != message_id:
-            messages.append({"id": message_id, "role": "assistant", "parts": []})
-        parts = messages[-1]["parts"]
-        if row.role == Role.ASSISTANT:
-            parts.append({"type": "step-start"})
-            if row.text:
-                parts.append({"type": "text", "text": row.text, "state": "done"})
-            for call in row.tool_calls:
-                part = {
-                    "type": f"tool-{call['name']}",
-                    "toolCallId": call["id"],
-                    "state": "input-available",
-                    "input": call.get("arguments") or {},
-                }
-                parts.append(part)
-                tools[call["id"]] = (part, row.seq)
-        elif row.role == Role.TOOL and row.tool_call_id in tools:
-            part, called_in = tools.pop(row.tool_call_id)
-            if row.is_error:
-                part.update(state="output-error", errorText=_error_text(row))
-            else:
-                part.update(state="output-available", output=_result_value(row))
-                draft = drafts.get(draft_call_key(called_in, row.tool_call_id))
-                if draft is not None:
-                    parts.append(draft_data_part(draft))
-    return messages
 
 
 def draft_call_key(message_seq: int, call_id: str) -> str:

@@ -94,6 +94,27 @@ class Run(models.Model):
     )  # run_conversation_order
     status = models.CharField(max_length=10, choices=RunStatus.choices, default=RunStatus.QUEUED)
     input_text = models.TextField(help_text="The user's message, stored before anything runs.")
+    client_message_id = models.CharField(
+        max_length=200,
+        blank=True,
+        help_text="The id the web client gave the user's message (useChat's UIMessage id), "
+        "which the history returns for it.",
+    )
+    brief = models.JSONField(
+        null=True,
+        blank=True,
+        help_text="The brief the user's message carries, as given to the model (a brief run's "
+        "input_text begins with it); shown to web clients as a data part.",
+    )
+    replaces = models.OneToOneField(
+        "self",
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="replaced_by",
+        help_text="The run whose reply this one regenerates: that reply is kept, and no "
+        "longer part of the conversation's history.",
+    )
     provider = models.CharField(max_length=32, blank=True)
     model = models.CharField(max_length=100, blank=True)
     rounds = models.PositiveSmallIntegerField(default=0)

@@ -30,20 +30,44 @@ def system_prompt(version: str = PROMPT_VERSION) -> str:
     return (_PROMPTS_DIR / f"{version}.md").read_text(encoding="utf-8").strip()
 
 
-def brief_message(ad: Ad, request_text: str = "") -> str:
-    """The brief as the first user message; the demo director parses this layout."""
-    lines = ["Brief", f"Client: {ad.client}"]
+def brief_fields(ad: Ad) -> dict[str, object]:
+    """The ad's brief as the model is given it (``Run.brief``), by the names the web
+    client's version shapes use."""
+    fields: dict[str, object] = {"client": ad.client}
     if ad.audience:
-        lines.append(f"Audience: {ad.audience}")
-    lines.append(f"Language: {ad.language}")
+        fields["audience"] = ad.audience
+    fields["language"] = ad.language
     if ad.market:
-        lines.append(f"Market: {ad.market}")
-    lines.append(f"Duration: {ad.duration_s} s")
+        fields["market"] = ad.market
+    fields["durationSeconds"] = ad.duration_s
     if ad.context:
-        lines.append(f"Context: {ad.context}")
+        fields["context"] = ad.context
+    return fields
+
+
+_BRIEF_LINES = {
+    "client": "Client: {}",
+    "audience": "Audience: {}",
+    "language": "Language: {}",
+    "market": "Market: {}",
+    "durationSeconds": "Duration: {} s",
+    "context": "Context: {}",
+}
+
+
+def brief_message(brief: dict[str, object], request_text: str = "") -> str:
+    """The brief (``brief_fields``) as the first user message, with what the person wrote
+    after it; the demo director parses this layout."""
+    lines = ["Brief"] + [line.format(brief[k]) for k, line in _BRIEF_LINES.items() if k in brief]
     if request_text:
         lines += ["", request_text]
     return "\n".join(lines)
+
+
+def request_text_of(input_text: str, brief: dict[str, object]) -> str:
+    """What the person wrote in a brief run's message (``brief_message``'s
+    ``request_text``)."""
+    return input_text.removeprefix(brief_message(brief)).removeprefix("\n\n")
 
 
 def summary_request_text(previous_summary: str, transcript: str) -> str:

@@ -10,6 +10,7 @@ its own statement (``holder_fence``).
 from __future__ import annotations
 
 import json
+import math
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -201,8 +202,8 @@ class EventLog:
 class TextEvents:
     """Turns streamed text deltas into a few progress events, not one per token.
 
-    Text that arrives while the model call is in progress is written at most every
-    ``TEXT_EVENT_INTERVAL``, on a connection taken from the pool for the write and handed
+    Text that arrives while the model call is in progress is written as it comes for
+    the reply's first words, then at most every ``TEXT_EVENT_INTERVAL``, on a connection taken from the pool for the write and handed
     back at once: a run waiting on its provider holds none, so a burst of replies never
     finds the pool taken by runs that wait. What is left when the reply is complete is
     staged with the reply's step (``remaining``), not written on its own.
@@ -213,7 +214,9 @@ class TextEvents:
     def __init__(self, events: EventLog) -> None:
         self.events = events
         self.buffer: list[str] = []
-        self.last = time.monotonic()
+        # The first words are written at once: a provider that pauses after them (or a
+        # person who stops it then) must not leave them unseen in the buffer.
+        self.last = -math.inf
         self.sent_any = False
         self.sent_this_attempt = False
 

@@ -117,23 +117,6 @@ def events_after_released(run_id: uuid.UUID, after: int) -> list[RunEvent]:
         release_connection()
 
 
-def conversation_drafts(*, conversation: Conversation) -> dict[str, dict[str, Any]]:
-    """The drafts the conversation's runs wrote, keyed by the call that wrote each
-    (``Draft.tool_call_id``), as the history in the AI SDK's shape shows them."""
-    rows = Draft.objects.filter(
-        run_id__in=Run.objects.filter(conversation=conversation).values("pk")
-    ).values("id", "kind", "version", "tool_call_id")
-    return {
-        row["tool_call_id"]: {
-            "kind": row["kind"],
-            "version": f"v{row['version']}",
-            "id": str(row["id"]),
-            "toolCallId": row["tool_call_id"].partition(":")[2],
-        }
-        for row in rows
-    }
-
-
 def conversation_latest(
     *, ad_id: uuid.UUID, conversations: QuerySet[Conversation] | None = None
 ) -> Conversation | None:

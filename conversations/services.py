@@ -18,12 +18,14 @@ from django.utils import timezone
 
 from adstudio.db import insert_rows
 from adstudio.log_context import bind
+from adstudio.refusals import StateConflict
 from conversations import providers
 from conversations.heartbeat import notify_cancel
 from conversations.leases import finish_locked, heartbeat_fresh, run_enqueue
 from conversations.locks import run_lock
+from conversations.message_rows import assistant_ui_message_id
 from conversations.models import Conversation, Run, RunStatus, StopCause
-from conversations.prompts import brief_message
+from conversations.prompts import brief_fields, brief_message
 from drafts.models import Ad
 from drafts.services import ad_create, ad_update, ad_writable
 from workspaces.models import Workspace
@@ -57,6 +59,7 @@ def start_generation(
     requested_by=None,
     idempotency_key: str = "",
     idempotency_fingerprint: str = "",
+    client_message_id: str = "",
 ) -> Run:
     """Queue a turn with the brief as its user message: the first turn of the ad's
     conversation, or the next one when it has one (``conversation_of``).
@@ -71,9 +74,12 @@ def start_generation(
     with transaction.atomic(savepoint=False):
         if conversation is None:
             conversation = conversation_of(ad=ad, provider=provider)
+        brief = brief_fields(ad)
         return _run_create(
             conversation=conversation,
-            text=brief_message(ad, request_text),
+            text=brief_message(brief, request_text),
+            brief=brief,
+            client_message_id=client_message_id,
             requested_by=requested_by,
             idempotency_key=idempotency_key,
             idempotency_fingerprint=idempotency_fingerprint,
@@ -118,10 +124,12 @@ def chat_message_send(
     user,
     idempotency_key: str = "",
     idempotency_fingerprint: str = "",
+    client_message_id: str = "",
 ) -> Run:
     """A user's message about ``ad``: the next turn of ``conversation``, or the first turn
     of the ad's conversation (the brief with the message) when it has none yet. An
-    archived ad takes no message (``AdArchived``)."""
+    archived ad takes no message (``AdArchived``). ``client_message_id`` is the id the
+    web client gave the message, which the history keeps."""
     ad_writable(ad)
     if conversation is None:
         return start_generation(
@@ -130,6 +138,7 @@ def chat_message_send(
             requested_by=user,
             idempotency_key=idempotency_key,
             idempotency_fingerprint=idempotency_fingerprint,
+            client_message_id=client_message_id,
         )
     return send_message(
         conversation=conversation,
@@ -137,7 +146,44 @@ def chat_message_send(
         requested_by=user,
         idempotency_key=idempotency_key,
         idempotency_fingerprint=idempotency_fingerprint,
+        client_message_id=client_message_id,
     )
+
+
+class NothingToRegenerate(StateConflict):
+    """The reply to regenerate is not the conversation's last finished one."""
+
+    code = "nothing_to_regenerate"
+
+
+def chat_regenerate(*, conversation: Conversation, user, message_id: str = "") -> Run:
+    """Answer the conversation's last user message again (useChat's ``regenerate``): a
+    run with the same message that replaces the last run's reply. The replaced reply is
+    kept, out of the history (``Run.replaces``). ``message_id`` names the reply (its
+    UIMessage id); without it, the last one. Only a finished reply can be replaced
+    (``NothingToRegenerate``), and only once (``Run.replaces`` is unique)."""
+    ad_writable(conversation.ad)
+    with transaction.atomic():
+        last = (
+            Run.objects.select_for_update()
+            .filter(conversation=conversation)
+            .order_by("-created_at")
+            .first()
+        )
+        if last is None or (message_id and message_id != assistant_ui_message_id(last.pk)):
+            raise NothingToRegenerate("Only the conversation's last reply can be regenerated.")
+        if last.status not in RunStatus.finished():
+            raise NothingToRegenerate("The last reply is still being written: stop it first.")
+        return _run_create(
+            conversation=conversation,
+            text=last.input_text,
+            brief=last.brief,
+            client_message_id=last.client_message_id,
+            replaces=last,
+            requested_by=user,
+            idempotency_key="",
+            idempotency_fingerprint="",
+        )
 
 
 def send_message(
@@ -147,6 +193,7 @@ def send_message(
     requested_by=None,
     idempotency_key: str = "",
     idempotency_fingerprint: str = "",
+    client_message_id: str = "",
 ) -> Run:
     """Queue a user turn ("make the music more upbeat") in an existing conversation.
 
@@ -155,6 +202,7 @@ def send_message(
     return _run_create(
         conversation=conversation,
         text=text,
+        client_message_id=client_message_id,
         requested_by=requested_by,
         idempotency_key=idempotency_key,
         idempotency_fingerprint=idempotency_fingerprint,
@@ -168,10 +216,16 @@ def _run_create(
     requested_by,
     idempotency_key: str,
     idempotency_fingerprint: str,
+    brief: dict | None = None,
+    client_message_id: str = "",
+    replaces: Run | None = None,
 ) -> Run:
     run = Run(
         conversation=conversation,
         input_text=text,
+        brief=brief,
+        client_message_id=client_message_id,
+        replaces=replaces,
         requested_by=requested_by,
         idempotency_key=idempotency_key,
         idempotency_fingerprint=idempotency_fingerprint,

@@ -52,17 +52,23 @@ from conversations.selectors import (
 )
 from conversations.services import (
     IdempotencyKeyReused,
+    NothingToRegenerate,
     chat_message_send,
+    chat_regenerate,
     run_audited_as_superuser,
     run_once_per_key,
 )
-from conversations.ui_stream import DONE, HEADERS, UIMessageStream, sse
+from conversations.ui_stream import DONE, FINISH_FIELDS, HEADERS, UIMessageStream, sse
 from drafts.selectors import ads_for
 from workspaces.access import require
 from workspaces.roles import Action
 
 # How long a stream stays open for a run that has not finished: as long as a run may take.
 _STREAM_SECONDS = settings.CELERY_TASK_TIME_LIMIT
+
+
+# A message id is kept with its run (Run.client_message_id) and makes its idempotency key.
+MESSAGE_ID_MAX = Run._meta.get_field("idempotency_key").max_length - len("ui-chat:")
 
 
 class ChatHistoryParser(SafeJSONParser):
@@ -104,6 +110,10 @@ class UIChatInputSerializer(serializers.Serializer):
             validator(text)
         if isinstance(last.get("id"), str) and not last["id"].isprintable():
             raise ValidationError("The last message's id must be printable text.")
+        if isinstance(last.get("id"), str) and len(last["id"]) > MESSAGE_ID_MAX:
+            raise ValidationError(
+                f"The last message's id must be at most {MESSAGE_ID_MAX} characters."
+            )
         if len(text) > settings.ADSTUDIO_MAX_MESSAGE_CHARS:
             raise PayloadTooLarge(
                 f"The message is {len(text)} characters long; the limit is "
@@ -167,31 +177,12 @@ class UIChatView(APIView):
         text = message_text(last)
         ad, conversation = _conversation(request, ad_id, values["id"], current=True)
         as_superuser = require(request.user, ad.workspace_id, Action.CHAT)
-        # The message's id makes the request idempotent: a retry streams the same run.
-        key = ""
-        if values["trigger"] == "submit-message" and isinstance(last.get("id"), str):
-            key = f"ui-chat:{last['id']}"[:128]
-        fingerprint = hashlib.sha256(text.encode()).hexdigest()
         slot = take_stream_slot(request.user)  # before the run: refused, nothing is started
         try:
-            run, created = run_once_per_key(
-                requested_by=request.user,
-                idempotency_key=key,
-                fingerprint=fingerprint,
-                start=lambda: chat_message_send(
-                    ad=ad,
-                    conversation=conversation,
-                    text=text,
-                    user=request.user,
-                    idempotency_key=key,
-                    idempotency_fingerprint=fingerprint,
-                ),
-            )
-        except IdempotencyKeyReused:
-            slot.give_back()
-            raise ValidationError(
-                {"messages": "This message id was sent before with another text."}
-            ) from None
+            if values["trigger"] == "regenerate-message":
+                run, created = _regenerate(request, conversation, values.get("messageId")), True
+            else:
+                run, created = _send(request, ad, conversation, last, text)
         except BaseException:
             slot.give_back()
             raise
@@ -200,6 +191,44 @@ class UIChatView(APIView):
         return ui_message_stream(
             run, after=0, slot=slot, asynchronous=isinstance(request._request, ASGIRequest)
         )
+
+
+def _send(request: Request, ad, conversation: Conversation | None, last: dict, text: str):
+    """The last user message stored and its run queued, once per message id (a retry
+    streams the same run); ``(run, created)``."""
+    message_id = last.get("id") if isinstance(last.get("id"), str) else ""
+    key = f"ui-chat:{message_id}" if message_id else ""
+    fingerprint = hashlib.sha256(text.encode()).hexdigest()
+    try:
+        return run_once_per_key(
+            requested_by=request.user,
+            idempotency_key=key,
+            fingerprint=fingerprint,
+            start=lambda: chat_message_send(
+                ad=ad,
+                conversation=conversation,
+                text=text,
+                user=request.user,
+                idempotency_key=key,
+                idempotency_fingerprint=fingerprint,
+                client_message_id=message_id,
+            ),
+        )
+    except IdempotencyKeyReused:
+        raise ValidationError(
+            {"messages": "This message id was sent before with another text."}
+        ) from None
+
+
+def _regenerate(request: Request, conversation: Conversation | None, message_id) -> Run:
+    """A new reply to the last user message, in place of the last one (``messageId``)."""
+    if conversation is None:
+        raise NothingToRegenerate("This chat has no reply to regenerate.")
+    return chat_regenerate(
+        conversation=conversation,
+        user=request.user,
+        message_id=message_id if isinstance(message_id, str) else "",
+    )
 
 
 class UIChatStreamView(APIView):
@@ -303,7 +332,7 @@ class _UIStreamBody:
                 run_id=self.run.pk, status=self.run_status, after=self.last, wait=KEEPALIVE_S
             )
             if any(e.type == RunEventType.RUN_FINISHED for e in events):
-                self.run.refresh_from_db(fields=["error_message"])
+                self.run.refresh_from_db(fields=FINISH_FIELDS)
             yield from self._chunks_of(events)
             if self.done:
                 return
@@ -321,7 +350,7 @@ class _UIStreamBody:
                 run_id=self.run.pk, status=self.run_status, after=self.last, wait=ASYNC_KEEPALIVE_S
             )
             if any(e.type == RunEventType.RUN_FINISHED for e in events):
-                await sync_to_async(_read_error, thread_sensitive=False)(self.run)
+                await sync_to_async(_read_finish, thread_sensitive=False)(self.run)
             for chunk in self._chunks_of(events):
                 yield chunk
             if self.done:
@@ -333,8 +362,8 @@ class _UIStreamBody:
         yield DONE
 
 
-def _read_error(run: Run) -> None:
+def _read_finish(run: Run) -> None:
     try:
-        run.refresh_from_db(fields=["error_message"])
+        run.refresh_from_db(fields=FINISH_FIELDS)
     finally:
         release_connection()

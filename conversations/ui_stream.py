@@ -25,6 +25,11 @@ _FINISH_REASONS = {
     StopCause.TOKEN_BUDGET: "length",
 }
 
+# The run's fields the message's end reads (``UIMessageStream.finish``).
+FINISH_FIELDS = ("error_message", "prompt_tokens", "completion_tokens")
+# A text part whose reply failed part-way and was asked again: not part of the answer.
+ABANDONED = {"adstudio": {"abandoned": True}}
+
 Chunk = dict[str, Any]
 
 
@@ -37,13 +42,18 @@ class UIMessageStream:
         self.in_step = False
 
     def start(self) -> list[Chunk]:
-        return [
+        """The message's start and, for a run whose message carries the brief, the brief
+        as a ``data-brief`` part: what the director was given."""
+        chunks: list[Chunk] = [
             {
                 "type": "start",
                 "messageId": assistant_ui_message_id(self.run.pk),
                 "messageMetadata": {"runId": str(self.run.pk)},
             }
         ]
+        if self.run.brief:
+            chunks.append({"type": "data-brief", "id": "brief", "data": self.run.brief})
+        return chunks
 
     def chunks(self, event: RunEvent) -> list[Chunk]:
         data = event.data
@@ -62,7 +72,7 @@ class UIMessageStream:
                     *self._close_text(),
                 ]
             case RunEventType.TEXT:  # reset: the failed attempt's text part ends there
-                return self._close_text()
+                return self._close_text(abandoned=True)
             case RunEventType.TOOL_CALL_STARTED:
                 return [
                     *self._close_text(),
@@ -105,19 +115,30 @@ class UIMessageStream:
 
     def finish(self, data: dict[str, Any]) -> list[Chunk]:
         """The end of the message, from the ``run.finished`` event: an ``error`` chunk
-        first for a failed run, its status in the message's metadata."""
+        first for a failed run; in the message's metadata, its status, its error and what
+        it used (``FINISH_FIELDS`` of the run, read when the event is)."""
         chunks = [*self._close_text(), *self._end_step()]
         status, cause = data.get("status"), data.get("stopCause")
+        run = self.run
+        metadata: dict[str, Any] = {
+            "runId": str(run.pk),
+            "status": status,
+            "usage": {
+                "inputTokens": run.prompt_tokens,
+                "outputTokens": run.completion_tokens,
+                "totalTokens": run.prompt_tokens + run.completion_tokens,
+            },
+        }
         if status == RunStatus.FAILED:
-            text = self.run.error_message or data.get("errorCode") or "The run failed."
-            chunks.append({"type": "error", "errorText": text})
+            metadata["error"] = run.error_message or data.get("errorCode") or "The run failed."
+            chunks.append({"type": "error", "errorText": metadata["error"]})
         chunks.append(
             {
                 "type": "finish",
                 "finishReason": "error"
                 if status == RunStatus.FAILED
                 else _FINISH_REASONS.get(cause, "other"),
-                "messageMetadata": {"runId": str(self.run.pk), "status": status},
+                "messageMetadata": metadata,
             }
         )
         return chunks
@@ -134,10 +155,14 @@ class UIMessageStream:
         self.text_id = f"text-{event.seq}"
         return [{"type": "text-start", "id": self.text_id}]
 
-    def _close_text(self) -> list[Chunk]:
+    def _close_text(self, *, abandoned: bool = False) -> list[Chunk]:
+        """The text part's end; ``abandoned``: the text of a provider's reply that failed
+        part-way and was asked again, marked so in the part's ``providerMetadata``."""
         if self.text_id is None:
             return []
-        chunk = {"type": "text-end", "id": self.text_id}
+        chunk: Chunk = {"type": "text-end", "id": self.text_id}
+        if abandoned:
+            chunk["providerMetadata"] = ABANDONED
         self.text_id = None
         return [chunk]
 

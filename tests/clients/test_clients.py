@@ -14,6 +14,8 @@ import json
 import os
 import shutil
 import subprocess
+from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -21,7 +23,7 @@ from rest_framework.authtoken.models import Token
 
 from conversations.models import Run
 from conversations.services import send_message, start_generation
-from tests.fakes.server import Turn, call
+from tests.fakes.server import Turn, call, error_turn
 from tests.support.parallel import one_process_at_a_time
 from tests.support.worker import ROOT, run_finished
 
@@ -129,9 +131,64 @@ def test_the_sdks_validators_accept_a_real_conversation(node, live, make_ad):
 
     out = run_node(node, "validate.mjs", {**live, "AD_ID": str(ad.pk)})
 
-    assert out["ui"] == 6  # three user messages, three assistant ones
+    assert out["ui"] == 5  # the brief is its reply's; two user messages, three replies
     assert out["model"] > out["ui"]  # tool messages are their own there
     assert out["states"].count("output-error") == 1
+
+
+def history_director() -> Callable[[dict], Turn]:
+    """The model of history.mjs's chat, by the kind its user message names: a reply cut by
+    its provider part-way (after its first text reached the client) and asked again, an
+    error, a reply slow enough to be stopped, tools, plain text."""
+    asked: Counter[str] = Counter()
+
+    def reply(body: dict) -> Turn:
+        messages = body["messages"]
+        user = next(m for m in reversed(messages) if m["role"] == "user")["content"]
+        kind = user.rpartition("\n")[2].partition(":")[0]
+        asked[kind] += 1
+        if messages[-1]["role"] == "tool":
+            return Turn(text="Music v1 is ready.")
+        if kind == "tools":
+            return Turn(tool_calls=(call("create_music_draft", {"prompt": "warm piano"}),))
+        if kind == "reset" and asked[kind] == 1:
+            return Turn(
+                text="Here is your ad. I kept the rest", pause_after=2, pause=0.6, cut_after=4
+            )
+        if kind == "fail":
+            return error_turn(400, {"error": {"message": "bad request", "type": "invalid"}})
+        if kind == "slow":
+            return Turn(text="Take one: a long and winding reply", pause_after=2, pause=30.0)
+        return Turn(text=f"{kind.capitalize()} answer number {asked[kind]}.")
+
+    return reply
+
+
+def test_the_history_is_what_a_use_chat_page_holds(node, web_stack, user, make_ad):
+    web_stack.fake_openai.responder = history_director()
+    ad = make_ad(language="en")
+    live = {"BASE": web_stack.base, "TOKEN": Token.objects.create(user=user).key}
+
+    out = run_node(node, "history.mjs", {**live, "AD_ID": str(ad.pk)})
+
+    runs = list(Run.objects.filter(conversation__ad=ad).order_by("created_at"))
+    assert [r.status for r in runs] == [
+        "succeeded",
+        "succeeded",
+        "failed",
+        "cancelled",
+        "succeeded",
+        "succeeded",
+    ]
+    assert out["replaced"] == f"run-{runs[4].pk}" and runs[5].replaces_id == runs[4].pk
+    assert out["ids"][-1] == f"run-{runs[5].pk}" and out["replaced"] not in out["ids"]
+    assert out["ids"][0] == "client-0"  # the client's own message ids
+    assert out["statuses"] == ["succeeded", "succeeded", "failed", "cancelled", "succeeded"]
+    # The model answering again was not shown the reply it replaces, nor the message twice.
+    regenerated = web_stack.fake_openai.requests[-1]["messages"]
+    said = [m.get("content") for m in regenerated]
+    assert "Plain answer number 1." not in said
+    assert said.count("plain: one line") == 1
 
 
 def test_a_generated_typescript_client_type_checks_and_runs_the_story(node, live):

@@ -113,7 +113,8 @@ def test_messages_model_calls_and_events_are_persisted(fake_providers, en_ad, vo
         ("tool_call.started", "search_voices"),
         ("tool_call.finished", "search_voices"),
         ("model_call.started", 2),
-        ("text", None),
+        ("text", None),  # the first words, as they came
+        ("text", None),  # the rest, with the step
         ("tool_call.started", "create_voice_draft"),
         ("tool_call.started", "create_music_draft"),
         ("tool_call.started", "create_sfx_draft"),
@@ -124,6 +125,7 @@ def test_messages_model_calls_and_events_are_persisted(fake_providers, en_ad, vo
         ("tool_call.finished", "create_sfx_draft"),
         ("draft.created", None),
         ("model_call.started", 3),
+        ("text", None),
         ("text", None),
         ("run.finished", None),
     ]

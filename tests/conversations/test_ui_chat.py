@@ -62,12 +62,16 @@ def test_the_conversation_as_ui_messages(api, conversation):
     body = api.get(f"/api/conversations/{conversation.pk}/messages/?format=ui").json()
 
     messages = body["results"]
-    assert body["count"] == len(messages) == 6  # three user turns, three assistant ones
-    assert [m["role"] for m in messages] == ["user", "assistant"] * 3
+    # The generation's brief is its reply's data part, not a user message of invented
+    # text; the two chat messages are the person's, as they wrote them.
+    assert body["count"] == len(messages) == 5
+    assert [m["role"] for m in messages] == ["assistant", "user", "assistant", "user", "assistant"]
     runs = list(Run.objects.filter(conversation=conversation).order_by("created_at"))
-    assert [m["id"] for m in messages[1::2]] == [f"run-{run.pk}" for run in runs]
-    first = messages[1]["parts"]
+    assert [m["id"] for m in messages[0::2]] == [f"run-{run.pk}" for run in runs]
+    assert [m["id"] for m in messages[1::2]] == [f"user-{run.pk}" for run in runs[1:]]
+    first = messages[0]["parts"]
     assert [p["type"] for p in first] == [
+        "data-brief",
         "step-start",
         "tool-search_voices",
         "step-start",
@@ -79,12 +83,14 @@ def test_the_conversation_as_ui_messages(api, conversation):
         "step-start",
         "text",
     ]
-    music = first[5]
+    assert first[0] == {"type": "data-brief", "id": "brief", "data": runs[0].brief}
+    assert runs[0].brief["language"] == "en" and "durationSeconds" in runs[0].brief
+    music = first[6]
     assert music["state"] == "output-available"
     assert music["input"] == {"prompt": "calm piano"}
     assert music["output"]["versionId"] == "v1"
     draft = Draft.objects.get(kind="music", version=1)
-    assert first[7] == {
+    assert first[8] == {
         "type": "data-draft",
         "id": "draft-music-v1",
         "data": {
@@ -94,11 +100,14 @@ def test_the_conversation_as_ui_messages(api, conversation):
             "toolCallId": music["toolCallId"],
         },
     }
-    failed = messages[3]["parts"][1]
+    usage = messages[0]["metadata"]["usage"]
+    assert messages[0]["metadata"]["status"] == "succeeded"
+    assert usage["inputTokens"] == runs[0].prompt_tokens > 0
+    failed = messages[2]["parts"][1]
     assert failed["type"] == "tool-create_voice_draft" and failed["state"] == "output-error"
     assert failed["errorText"].startswith("Unknown or unavailable voiceId(s): 999.")
     assert "output" not in failed
-    assert messages[4]["parts"] == [{"type": "text", "text": "Make the music more upbeat"}]
+    assert messages[3]["parts"] == [{"type": "text", "text": "Make the music more upbeat"}]
 
 
 def test_the_conversation_as_model_messages(api, conversation):
@@ -170,7 +179,9 @@ def test_the_transport_stores_the_message_and_streams_its_run(api, fake_provider
     run = Run.objects.filter(conversation=conversation).order_by("-created_at").first()
     assert run.input_text == "Brighter music, please"  # the last message, not the history
     assert end == "data: [DONE]"
-    assert [c["type"] for c in chunks] == [
+    types = [c["type"] for c in chunks]
+    deltas = types.count("text-delta")  # the first words at once, the rest with the step
+    assert types == [
         "start",
         "start-step",
         "tool-input-available",
@@ -179,19 +190,43 @@ def test_the_transport_stores_the_message_and_streams_its_run(api, fake_provider
         "finish-step",
         "start-step",
         "text-start",
-        "text-delta",
+        *["text-delta"] * deltas,
         "text-end",
         "finish-step",
         "finish",
     ]
+    assert deltas >= 1
     assert chunks[0]["messageId"] == f"run-{run.pk}"
     assert chunks[2]["toolName"] == "create_music_draft"
     assert chunks[2]["input"] == {"prompt": "bright synth pop"}
     assert chunks[3]["output"]["versionId"] == "v3"
     assert chunks[4]["data"]["kind"] == "music" and chunks[4]["data"]["version"] == "v3"
-    assert chunks[8]["delta"] == "Music v3 is brighter."
+    text = "".join(c["delta"] for c in chunks if c["type"] == "text-delta")
+    assert text == "Music v3 is brighter."
     assert chunks[-1]["finishReason"] == "stop"
-    assert chunks[-1]["messageMetadata"] == {"runId": str(run.pk), "status": "succeeded"}
+    assert chunks[-1]["messageMetadata"] == {
+        "runId": str(run.pk),
+        "status": "succeeded",
+        "usage": {
+            "inputTokens": run.prompt_tokens,
+            "outputTokens": run.completion_tokens,
+            "totalTokens": run.prompt_tokens + run.completion_tokens,
+        },
+    }
+
+
+def test_regenerate_replaces_only_the_last_finished_reply(api, conversation):
+    url = f"/api/ads/{conversation.ad_id}/ui-chat"
+    last = Run.objects.filter(conversation=conversation).order_by("-created_at").first()
+    body = {**transport_body("Make the music more upbeat"), "trigger": "regenerate-message"}
+
+    older = api.post(url, {**body, "messageId": "run-not-the-last"}, format="json")
+    assert older.status_code == 409
+    assert older.json()["error"]["code"] == "nothing_to_regenerate"
+    Run.objects.filter(pk=last.pk).update(status="running", finished_at=None)
+    running = api.post(url, body, format="json")
+    assert running.status_code == 409
+    assert Run.objects.filter(conversation=conversation).count() == 3  # nothing started
 
 
 def test_the_same_message_id_sent_again_streams_the_same_run(api, fake_providers, conversation):
@@ -320,7 +355,12 @@ def test_resume_with_last_event_id_continues_after_it(api, en_ad):
         {
             "type": "finish",
             "finishReason": "error",
-            "messageMetadata": {"runId": str(run.pk), "status": "failed"},
+            "messageMetadata": {
+                "runId": str(run.pk),
+                "status": "failed",
+                "usage": {"inputTokens": 0, "outputTokens": 0, "totalTokens": 0},
+                "error": "The run took too long.",
+            },
         },
     ]
 
