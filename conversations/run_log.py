@@ -204,8 +204,9 @@ class TextEvents:
 
     Text that arrives while the model call is in progress is written as it comes for
     the reply's first words, then at most every ``TEXT_EVENT_INTERVAL``, on a connection
-    taken from the pool for the write and handed back at once: a run waiting on its provider holds none, so a burst of replies never
-    finds the pool taken by runs that wait. What is left when the reply is complete is
+    taken from the pool for the write and handed back at once: a run waiting on its
+    provider holds none, so a burst of replies never finds the pool taken by runs that
+    wait. What is left when the reply is complete is
     staged with the reply's step (``remaining``), not written on its own.
 
     A failed attempt's text is not the reply: what is still buffered is dropped, and if
