@@ -19,7 +19,7 @@ TEST_REDIS_URL ?= redis://127.0.0.1:6379/15
 # from TEST_REDIS_URL's). 0 runs the tests in pytest's own process.
 TEST_PROCESSES ?= $(shell n=$$(( $$(nproc) + 1 )); echo $$(( n > 8 ? 8 : n )))
 
-.PHONY: run test test-fast lint install
+.PHONY: run test test-fast lint install chat-types
 
 $(STAMP): pyproject.toml
 	@test -n "$(PYTHON)" || { echo "Python 3.12 or newer is required (set PYTHON=/path/to/python3.12)"; exit 1; }
@@ -58,3 +58,9 @@ test-fast: $(STAMP)
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+
+# clients/adstudio-chat.ts, the chat's TypeScript types, from the server's models (the
+# suite fails while it is stale).
+chat-types: $(STAMP)
+	cd tests/clients && npm ci --no-audit --no-fund --silent
+	$(PY) manage.py chat_types | node tests/clients/chat-types.mjs > clients/adstudio-chat.ts

@@ -139,3 +139,11 @@ def _nullable(prop: dict[str, Any]) -> dict[str, Any]:
     if "enum" in prop and None not in prop["enum"]:
         prop["enum"] = [*prop["enum"], None]
     return prop
+
+
+def absent_not_default(schema: dict[str, Any]) -> None:
+    """A model's ``json_schema_extra`` for shapes the API answers with: a field with a
+    default is one an answer may leave out, so it is not required and has no default,
+    which readers (openapi-typescript among them) take for "always present"."""
+    for field in schema.get("properties", {}).values():
+        field.pop("default", None)

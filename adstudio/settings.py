@@ -228,8 +228,12 @@ SPECTACULAR_SETTINGS = {
     "ENUM_NAME_OVERRIDES": {
         "RunStatusEnum": "conversations.models.RunStatus",
         "DraftStatusEnum": "drafts.models.DraftStatus",
-        "DraftKindEnum": "drafts.models.DraftKind",
+        "DraftKindEnum": "drafts.models.DraftKind.values",
         "WorkspaceRoleEnum": "workspaces.roles.Role",
+        # The tools' own models, in the history's UIMessages (conversations.ui_types).
+        "MusicProviderEnum": ["loudly", "mubert"],
+        "SfxPlacementTypeEnum": ["start", "end", "afterVoice"],
+        "ToolPartStateEnum": ["input-available", "output-available", "output-error"],
     },
 }
 

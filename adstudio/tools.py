@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, model_validator
 
-from adstudio.json_schema import lean_schema
+from adstudio.json_schema import absent_not_default, lean_schema
 
 if TYPE_CHECKING:
     from adstudio.db import Batch
@@ -92,12 +92,21 @@ class ToolArgs(BaseModel):
         return data
 
 
+class ToolOutput(BaseModel):
+    """Base of the tools' result models: what a successful call answers, exactly (no key
+    left out), for web clients' types (``conversations.ui_types``); the handlers build
+    plain dicts, which the suite checks against these."""
+
+    model_config = ConfigDict(extra="forbid", json_schema_extra=absent_not_default)
+
+
 @dataclass(frozen=True)
 class Tool:
     name: str
     description: str
     args_model: type[BaseModel]
     handler: Callable[[ToolContext, Any], dict[str, Any] | ToolResult]
+    output_model: type[ToolOutput]
     # A tool that only reads runs without a transaction of its own (two round trips
     # fewer); one that writes runs in one with the recording of its result.
     writes: bool = True

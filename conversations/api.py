@@ -20,11 +20,9 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import (
     OpenApiParameter,
     extend_schema,
-    extend_schema_field,
 )
-from rest_framework import generics, serializers, status
-from rest_framework.exceptions import APIException, NotFound, ValidationError
-from rest_framework.negotiation import DefaultContentNegotiation
+from rest_framework import serializers, status
+from rest_framework.exceptions import APIException, ValidationError
 from rest_framework.permissions import BasePermission, IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -33,13 +31,10 @@ from rest_framework.views import APIView
 from adstudio.parsers import PayloadTooLarge
 from adstudio.throttling import RunRateThrottle
 from conversations import providers
-from conversations.message_rows import history_rows, message_parts, model_messages
-from conversations.models import STATS_PERMISSION, Conversation, Message, Run, RunStatus
+from conversations.models import STATS_PERMISSION, Conversation, Run, RunStatus
 from conversations.selectors import (
     agent_stats,
-    conversation_latest,
     conversation_latest_for,
-    conversations_for,
     run_drafts,
     run_wait,
     runs_for,
@@ -52,7 +47,6 @@ from conversations.services import (
     run_cancel,
     run_once_per_key,
 )
-from conversations.ui_history import conversation_ui_messages
 from drafts.api import BriefSerializer, workspace_for_writing
 from drafts.selectors import ads_for
 from workspaces.access import check, require, role_in
@@ -229,37 +223,6 @@ def run_body(run: Run) -> dict:
     return RunSerializer(body).data
 
 
-class MessageSerializer(serializers.ModelSerializer):
-    parts = serializers.SerializerMethodField()
-    runId = serializers.UUIDField(source="run_id", allow_null=True)
-    createdAt = serializers.DateTimeField(source="created_at")
-
-    class Meta:
-        model = Message
-        fields = ["seq", "role", "parts", "runId", "createdAt"]
-
-    @extend_schema_field(
-        {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "properties": {
-                    "type": {"type": "string", "enum": ["text", "tool-call", "tool-result"]},
-                    "text": {"type": "string"},
-                    "toolCallId": {"type": "string"},
-                    "toolName": {"type": "string"},
-                    "args": {"type": "object", "additionalProperties": True},
-                    "result": {"type": "object", "additionalProperties": True},
-                    "isError": {"type": "boolean"},
-                },
-                "required": ["type"],
-            },
-        }
-    )
-    def get_parts(self, message: Message) -> list[dict]:
-        return message_parts(message)
-
-
 # --- Views -------------------------------------------------------------------------------
 
 
@@ -407,65 +370,6 @@ class RunCancelView(APIView):
         run = run_cancel(run=run)
         run = runs_for(request.user).get(pk=run.pk)
         return Response(run_body(run), status=status.HTTP_202_ACCEPTED)
-
-
-class _MessageFormats(DefaultContentNegotiation):
-    """``?format=ui`` and ``?format=model`` choose the messages' shape, not a renderer
-    (DRF reads ``format`` as a renderer's name): both are JSON."""
-
-    def select_renderer(self, request, renderers, format_suffix=None):
-        if request.query_params.get("format") in MESSAGE_FORMATS:
-            format_suffix = "json"
-        return super().select_renderer(request, renderers, format_suffix)
-
-
-MESSAGE_FORMATS = ("ui", "model")
-FORMAT_PARAMETER = OpenApiParameter(
-    "format",
-    str,
-    enum=MESSAGE_FORMATS,
-    description="`ui`: the AI SDK's `UIMessage`s (for `useChat({messages})`); `model`: its "
-    "`ModelMessage`s. Without it: this API's messages with typed parts.",
-)
-
-
-class ConversationMessagesView(generics.ListAPIView):
-    serializer_class = MessageSerializer
-    content_negotiation_class = _MessageFormats
-
-    def get_conversation(self) -> Conversation:
-        return get_object_or_404(conversations_for(self.request.user), pk=self.kwargs["pk"])
-
-    def get_queryset(self):
-        return Message.objects.filter(conversation=self.get_conversation()).order_by("seq")
-
-    @extend_schema(
-        parameters=[FORMAT_PARAMETER],
-        responses=MessageSerializer(many=True),
-        summary="A conversation's messages",
-    )
-    def get(self, request: Request, *args, **kwargs) -> Response:
-        shape = request.query_params.get("format")
-        if shape not in MESSAGE_FORMATS:
-            return super().get(request, *args, **kwargs)
-        conversation = self.get_conversation()
-        if shape == "model":
-            rows = history_rows(conversation_id=conversation.pk, after_seq=0)
-            messages = model_messages(rows)
-        else:
-            messages = conversation_ui_messages(conversation)
-        return self.get_paginated_response(self.paginate_queryset(messages))
-
-
-class AdConversationView(ConversationMessagesView):
-    """The messages of the ad's latest conversation."""
-
-    def get_conversation(self) -> Conversation:
-        ad = get_object_or_404(ads_for(self.request.user), pk=self.kwargs["ad_id"])
-        conversation = conversation_latest(ad_id=ad.pk)
-        if conversation is None:
-            raise NotFound("This ad has no conversation yet.")
-        return conversation
 
 
 class CanViewAgentStats(BasePermission):

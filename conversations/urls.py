@@ -1,6 +1,6 @@
 from django.urls import path
 
-from conversations import api, events_api, ui_chat_api
+from conversations import api, events_api, history_api, ui_chat_api
 
 urlpatterns = [
     path("ai/generate", api.GenerateView.as_view(), name="generate"),
@@ -11,7 +11,21 @@ urlpatterns = [
         ui_chat_api.UIChatStreamView.as_view(),
         name="ad-ui-chat-stream",
     ),
-    path("ads/<uuid:ad_id>/conversation", api.AdConversationView.as_view(), name="ad-conversation"),
+    path(
+        "ads/<uuid:ad_id>/conversation",
+        history_api.AdConversationView.as_view(),
+        name="ad-conversation",
+    ),
+    path(
+        "ads/<uuid:ad_id>/conversation/ui",
+        history_api.AdUIMessagesView.as_view(),
+        name="ad-conversation-ui",
+    ),
+    path(
+        "ads/<uuid:ad_id>/conversation/model",
+        history_api.AdModelMessagesView.as_view(),
+        name="ad-conversation-model",
+    ),
     path("runs/<uuid:pk>", api.RunDetailView.as_view(), name="run-detail"),
     path("runs/<uuid:pk>/cancel", api.RunCancelView.as_view(), name="run-cancel"),
     path("runs/<uuid:pk>/events", events_api.RunEventsView.as_view(), name="run-events"),
@@ -22,8 +36,18 @@ urlpatterns = [
     ),
     path(
         "conversations/<uuid:pk>/messages/",
-        api.ConversationMessagesView.as_view(),
+        history_api.ConversationMessagesView.as_view(),
         name="conversation-messages",
+    ),
+    path(
+        "conversations/<uuid:pk>/messages/ui/",
+        history_api.ConversationUIMessagesView.as_view(),
+        name="conversation-messages-ui",
+    ),
+    path(
+        "conversations/<uuid:pk>/messages/model/",
+        history_api.ConversationModelMessagesView.as_view(),
+        name="conversation-messages-model",
     ),
     path("stats/", api.StatsView.as_view(), name="stats"),
 ]

@@ -14,7 +14,15 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator
 
-from adstudio.tools import Tool, ToolArgs, ToolContext, ToolError, ToolResult, WrittenDraft
+from adstudio.tools import (
+    Tool,
+    ToolArgs,
+    ToolContext,
+    ToolError,
+    ToolOutput,
+    ToolResult,
+    WrittenDraft,
+)
 from drafts.models import Draft, DraftKind
 from drafts.payloads import (
     DEFAULT_SFX_SECONDS,
@@ -95,6 +103,36 @@ class CreateSfxDraftArgs(ToolArgs):
 
 class GetCurrentStateArgs(ToolArgs):
     pass
+
+
+class DraftWritten(ToolOutput):
+    """A create tool's answer: the design's ``{versionId, status}``, and the kind."""
+
+    versionId: str = Field(description='The new version, e.g. "v2".')
+    status: Literal["draft"]
+    kind: Literal["voices", "music", "sfx"]
+
+
+class VoiceDraftWritten(DraftWritten):
+    estimatedDurationS: float = Field(description="The script's estimated length.")
+    warnings: list[str] = Field(
+        default_factory=list, description="Present when the script is longer than the ad."
+    )
+
+
+class DraftKindState(ToolOutput):
+    versionId: str = Field(description="The latest version.")
+    summary: str
+    active: str = Field(default="", description="The active version, when one is.")
+    activeSummary: str = Field(default="", description="When the active one is not the latest.")
+
+
+class CurrentState(ToolOutput):
+    """Per kind with a draft, its latest version and the active one."""
+
+    voices: DraftKindState = Field(default=None)
+    music: DraftKindState = Field(default=None)
+    sfx: DraftKindState = Field(default=None)
 
 
 def _result(draft: Draft, **extra: Any) -> ToolResult:
@@ -245,6 +283,7 @@ CREATE_VOICE_DRAFT = Tool(
     ),
     args_model=CreateVoiceDraftArgs,
     handler=create_voice_draft,
+    output_model=VoiceDraftWritten,
 )
 
 CREATE_MUSIC_DRAFT = Tool(
@@ -252,6 +291,7 @@ CREATE_MUSIC_DRAFT = Tool(
     description="Write a new version of the ad's background music as a generation prompt.",
     args_model=CreateMusicDraftArgs,
     handler=create_music_draft,
+    output_model=DraftWritten,
 )
 
 CREATE_SFX_DRAFT = Tool(
@@ -259,6 +299,7 @@ CREATE_SFX_DRAFT = Tool(
     description="Write a new version of the ad's sound effects.",
     args_model=CreateSfxDraftArgs,
     handler=create_sfx_draft,
+    output_model=DraftWritten,
 )
 
 GET_CURRENT_STATE = Tool(
@@ -267,4 +308,5 @@ GET_CURRENT_STATE = Tool(
     args_model=GetCurrentStateArgs,
     handler=get_current_state,
     writes=False,
+    output_model=CurrentState,
 )

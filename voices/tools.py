@@ -9,7 +9,7 @@ from typing import Any, Literal
 
 from pydantic import ConfigDict, Field, field_validator
 
-from adstudio.tools import Tool, ToolArgs, ToolContext, ToolError
+from adstudio.tools import Tool, ToolArgs, ToolContext, ToolError, ToolOutput
 from voices.languages import UnknownLanguage, language_name, normalise_language
 from voices.selectors import (
     DEFAULT_COUNT,
@@ -55,6 +55,23 @@ class SearchVoicesArgs(ToolArgs):
         if isinstance(value, str) and value.strip().lstrip("-").isdigit():
             return clamp_count(value)
         return value
+
+
+class VoiceFound(ToolOutput):
+    """A voice as the model sees it (``voices.selectors.compact_voice``)."""
+
+    id: str
+    name: str = ""
+    language: str = ""
+    gender: str = ""
+    accent: str = ""
+    style: str = ""
+    locale: str = Field(default="", description="When the voices found differ in locale.")
+
+
+class VoicesFound(ToolOutput):
+    voices: list[VoiceFound]
+    count: int
 
 
 def _filters(args: SearchVoicesArgs) -> str:
@@ -113,4 +130,5 @@ SEARCH_VOICES = Tool(
     args_model=SearchVoicesArgs,
     handler=search_voices_handler,
     writes=False,
+    output_model=VoicesFound,
 )

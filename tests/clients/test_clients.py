@@ -16,9 +16,11 @@ import shutil
 import subprocess
 from collections import Counter
 from collections.abc import Callable
+from io import StringIO
 from pathlib import Path
 
 import pytest
+from django.core.management import call_command
 from rest_framework.authtoken.models import Token
 
 from conversations.models import Run
@@ -221,6 +223,44 @@ def test_a_generated_typescript_client_type_checks_and_runs_the_story(node, live
     out = run_node(node, "build/story.js", live)
 
     assert out["music"]["active"] == "v2"
+
+
+def test_the_chat_types_module_is_current_and_types_a_use_chat_page(node, live, make_ad):
+    """clients/adstudio-chat.ts is what `make chat-types` makes of the server's models, and
+    with the client generated from /api/schema/ it types a page's history, stream and
+    parts with no cast (chat.ts, `tsc`), which then runs against the server."""
+    schema = StringIO()
+    call_command("chat_types", stdout=schema)
+    generated = subprocess.run(
+        [node, "chat-types.mjs"],
+        cwd=HERE,
+        input=schema.getvalue(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert generated.returncode == 0, generated.stderr
+    published = (ROOT / "clients" / "adstudio-chat.ts").read_text()
+    assert generated.stdout == published, "clients/adstudio-chat.ts is stale: make chat-types"
+
+    npx = HERE / "node_modules" / ".bin"
+    for command in (
+        [npx / "openapi-typescript", f"{live['BASE']}/api/schema/", "-o", "chat-schema.d.ts"],
+        [npx / "tsc", "-p", "tsconfig.chat.json"],
+    ):
+        result = subprocess.run(
+            [str(part) for part in command], cwd=HERE, capture_output=True, text=True, timeout=300
+        )
+        assert result.returncode == 0, result.stdout + result.stderr
+
+    ad = make_ad(language="en")
+    assert run_finished(start_generation(ad=ad)).status == "succeeded"
+    out = run_node(node, "build-chat/tests/clients/chat.js", {**live, "AD_ID": str(ad.pk)})
+
+    assert out["before"][0][0].startswith("brief: ")
+    assert "music v1: calm acoustic" in out["before"][0]
+    assert "music v2: upbeat pop, 120 bpm" in out["reply"]
+    assert out["messages"] == 3  # the first reply, the message, its reply
 
 
 def test_an_event_source_follows_a_run_and_resumes_with_last_event_id(node, live, make_ad):

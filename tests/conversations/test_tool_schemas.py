@@ -158,3 +158,54 @@ def test_strict_tools_reach_the_wire_only_for_the_configured_provider(fake_opena
     assert voice["properties"]["tracks"]["items"]["additionalProperties"] is False
     assert all("strict" not in function for function in kimi_tools.values())
     assert kimi_tools["create_voice_draft"]["parameters"] == tool_specs()[1].parameters
+
+
+@pytest.mark.django_db(transaction=True)
+def test_every_result_a_tool_answers_is_exactly_its_output_model(
+    fake_providers, en_ad, voices, user
+):
+    """The output models are the web client's types of ``tool-<name>`` parts: a key a
+    handler adds without its model (or one it drops) fails here."""
+    from conversations.models import RunEvent
+    from conversations.services import send_message, start_generation
+    from drafts.models import Draft
+    from drafts.services import draft_activate
+    from tests.conversations.story import first_turn, run_of
+    from tests.fakes.server import call
+
+    fake_providers.script(*first_turn(voices, turn))
+    first = run_of(start_generation(ad=en_ad))
+    draft_activate(ad=en_ad, draft_id=Draft.objects.get(ad=en_ad, kind="music").pk, by=user)
+    long_line = {"voiceId": str(voices[0].pk), "text": "A very long line. " * 60}
+    fake_providers.script(
+        turn(
+            tool_calls=[
+                call("create_voice_draft", {"tracks": [long_line]}),
+                call("create_music_draft", {"prompt": "brighter pop"}),
+            ]
+        ),
+        turn(tool_calls=[call("get_current_state", {})]),
+        turn("Done."),
+    )
+    run_of(send_message(conversation=first.conversation, text="longer, brighter"))
+
+    results = [
+        (event.data["name"], event.data["result"])
+        for event in RunEvent.objects.filter(
+            run__conversation=first.conversation, type="tool_call.finished"
+        ).order_by("run__created_at", "seq")
+        if not event.data["isError"]
+    ]
+    assert [name for name, _ in results] == [
+        "search_voices",
+        "create_voice_draft",
+        "create_music_draft",
+        "create_sfx_draft",
+        "create_voice_draft",
+        "create_music_draft",
+        "get_current_state",
+    ]
+    for name, result in results:
+        next(t for t in TOOLS if t.name == name).output_model.model_validate(result)
+    assert results[4][1]["warnings"]  # the optional fields were there to check
+    assert results[6][1]["music"]["activeSummary"]

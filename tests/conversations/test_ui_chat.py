@@ -18,6 +18,7 @@ from rest_framework.test import APIClient
 
 from conversations.models import Conversation, Run, RunEvent
 from conversations.services import send_message, start_generation
+from conversations.ui_types import ModelMessagePage, UIMessagePage
 from drafts.models import Draft
 from tests.fakes.server import call, turn
 
@@ -59,7 +60,12 @@ def conversation(fake_providers, en_ad, voices):
 
 
 def test_the_conversation_as_ui_messages(api, conversation):
-    body = api.get(f"/api/conversations/{conversation.pk}/messages/?format=ui").json()
+    body = api.get(f"/api/conversations/{conversation.pk}/messages/ui/").json()
+
+    UIMessagePage.model_validate(body)  # the operation's declared schema, exactly
+    older = api.get(f"/api/conversations/{conversation.pk}/messages/?format=ui").json()
+    assert older == body
+    assert api.get(f"/api/ads/{conversation.ad_id}/conversation/ui").json() == body
 
     messages = body["results"]
     # The generation's brief is its reply's data part, not a user message of invented
@@ -111,7 +117,11 @@ def test_the_conversation_as_ui_messages(api, conversation):
 
 
 def test_the_conversation_as_model_messages(api, conversation):
-    body = api.get(f"/api/conversations/{conversation.pk}/messages/?format=model").json()
+    body = api.get(f"/api/conversations/{conversation.pk}/messages/model/").json()
+
+    ModelMessagePage.model_validate(body)
+    assert api.get(f"/api/conversations/{conversation.pk}/messages/?format=model").json() == body
+    assert api.get(f"/api/ads/{conversation.ad_id}/conversation/model").json() == body
 
     messages = body["results"]
     assert [m["role"] for m in messages[:5]] == ["user", "assistant", "tool", "assistant", "tool"]
