@@ -82,3 +82,66 @@ def add_error_responses(result: dict, generator, request, public) -> dict:
                     status, {"description": description, "content": error}
                 )
     return result
+
+
+# Text PostgreSQL cannot store, which every text field refuses (DRF's CharField and the
+# ui-chat transport): NUL, and lone surrogates, which a pattern cannot portably say (the
+# generators that read it break on a surrogate range), so only NUL is declared.
+STORABLE_TEXT = "^[^\\u0000]*$"
+
+
+def declare_storable_text(result: dict, generator, request, public) -> dict:
+    """drf-spectacular postprocessing hook: each free-text string a request sends (a body
+    component's property, a query or header parameter) says that it refuses NUL, as it
+    does."""
+    schemas = result.get("components", {}).get("schemas", {})
+    for name, schema in schemas.items():
+        if name.endswith("Request"):
+            for field in schema.get("properties", {}).values():
+                _storable(field)
+    for operations in result["paths"].values():
+        for operation in operations.values():
+            for parameter in operation.get("parameters", ()):
+                if parameter["in"] in ("query", "header"):
+                    _storable(parameter.get("schema", {}))
+    return result
+
+
+def _storable(schema: dict) -> None:
+    if schema.get("type") == "string" and not {"format", "enum", "pattern"} & set(schema):
+        schema["pattern"] = STORABLE_TEXT
+
+
+def json_schema_as_openapi_30(result: dict, generator, request, public) -> dict:
+    """drf-spectacular postprocessing hook: what the pydantic models say in JSON Schema's
+    words, in OpenAPI 3.0's: ``anyOf: [X, {"type": "null"}]`` as ``nullable``, ``const``
+    as a one-value ``enum``, a number as ``exclusiveMinimum`` as a flag beside
+    ``minimum``."""
+    for schema in result.get("components", {}).get("schemas", {}).values():
+        _as_openapi_30(schema)
+    return result
+
+
+def _as_openapi_30(node):
+    if isinstance(node, list):
+        for item in node:
+            _as_openapi_30(item)
+        return
+    if not isinstance(node, dict):
+        return
+    for value in node.values():
+        _as_openapi_30(value)
+    if "const" in node:
+        node["enum"] = [node.pop("const")]
+    for bound, exclusive in (("minimum", "exclusiveMinimum"), ("maximum", "exclusiveMaximum")):
+        if not isinstance(node.get(exclusive, False), bool):
+            node[bound], node[exclusive] = node[exclusive], True
+    options = node.get("anyOf")
+    if isinstance(options, list) and {"type": "null"} in options:
+        rest = [option for option in options if option != {"type": "null"}]
+        del node["anyOf"]
+        if len(rest) == 1 and "$ref" not in rest[0]:
+            node.update(rest[0])
+        else:
+            node["anyOf" if len(rest) > 1 else "allOf"] = rest
+        node["nullable"] = True

@@ -166,7 +166,7 @@ REST_FRAMEWORK = {
     "EXCEPTION_HANDLER": "adstudio.api_errors.api_exception_handler",
     "DEFAULT_THROTTLE_CLASSES": [],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
-    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
+    "DEFAULT_PAGINATION_CLASS": "adstudio.pagination.PageNumbers",
     "PAGE_SIZE": 50,
 }
 
@@ -224,6 +224,8 @@ SPECTACULAR_SETTINGS = {
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
         "adstudio.schema.add_error_responses",
+        "adstudio.schema.declare_storable_text",
+        "adstudio.schema.json_schema_as_openapi_30",
     ],
     "ENUM_NAME_OVERRIDES": {
         "RunStatusEnum": "conversations.models.RunStatus",

@@ -29,6 +29,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from adstudio.parsers import PayloadTooLarge
+from adstudio.serializers import InputSerializer
 from adstudio.throttling import RunRateThrottle
 from conversations import providers
 from conversations.models import STATS_PERMISSION, Conversation, Run, RunStatus
@@ -121,7 +122,7 @@ def _run_once_per_key(request: Request, start: Callable[[str, str], Run]) -> Run
 # --- Serializers -------------------------------------------------------------------------
 
 
-class GenerateInputSerializer(serializers.Serializer):
+class GenerateInputSerializer(InputSerializer):
     adId = serializers.UUIDField(required=False, allow_null=True)
     workspace = serializers.UUIDField(
         required=False,
@@ -140,7 +141,7 @@ class GenerateInputSerializer(serializers.Serializer):
         return attrs
 
 
-class ChatInputSerializer(serializers.Serializer):
+class ChatInputSerializer(InputSerializer):
     message = serializers.CharField(trim_whitespace=True)
     conversationId = serializers.UUIDField(required=False, allow_null=True)
 
@@ -384,7 +385,11 @@ class StatsView(APIView):
 
     @extend_schema(
         parameters=[
-            OpenApiParameter("days", int, description="Period: the last N days (default 7)."),
+            OpenApiParameter(
+                "days",
+                {"type": "integer", "minimum": 1, "maximum": 366},
+                description="Period: the last N days (default 7).",
+            ),
         ],
         responses=OpenApiTypes.OBJECT,
         summary="Agent health per provider and tool (for those with the permission)",

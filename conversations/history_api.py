@@ -74,7 +74,10 @@ def model_messages_of(conversation: Conversation) -> list[dict]:
 
 
 PAGE_PARAMETER = OpenApiParameter(
-    "page", int, description="A page of 50 messages (from 1).", required=False
+    "page",
+    {"type": "integer", "minimum": 1},
+    description="A page of 50 messages (from 1).",
+    required=False,
 )
 SHAPES = {"ui": conversation_ui_messages, "model": model_messages_of}
 

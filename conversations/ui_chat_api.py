@@ -34,6 +34,7 @@ from rest_framework.views import APIView
 
 from adstudio.db import release_connection
 from adstudio.parsers import PayloadTooLarge, SafeJSONParser
+from adstudio.serializers import InputSerializer
 from adstudio.stream_slots import AsyncHeldStream, HeldStream, StreamSlot, take_stream_slot
 from adstudio.throttling import RunRateThrottle
 from conversations.events_api import (
@@ -80,7 +81,7 @@ class ChatHistoryParser(SafeJSONParser):
         return 8 * settings.ADSTUDIO_MAX_BODY_BYTES
 
 
-class UIChatInputSerializer(serializers.Serializer):
+class UIChatInputSerializer(InputSerializer):
     """The body ``DefaultChatTransport`` posts."""
 
     id = serializers.CharField(max_length=200, help_text="The chat's id (useChat's `id`).")

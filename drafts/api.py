@@ -19,15 +19,16 @@ from drf_spectacular.utils import (
 )
 from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.decorators import action
-from rest_framework.exceptions import ValidationError
+from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from adstudio.serializers import InputSerializer
 from drafts.models import ActivationSource, Ad, Draft, DraftKind, DraftStatus
 from drafts.payloads import MusicVersion, SfxVersion, VoiceVersion
 from drafts.selectors import ads_for, draft_state, drafts_for
 from drafts.services import ad_archive, ad_create, ad_move, ad_update, draft_activate
-from voices.languages import UnknownLanguage, normalise_language
+from voices.languages import LANGUAGE_SCHEMA, UnknownLanguage, normalise_language
 from workspaces.access import check, require
 from workspaces.roles import Action
 from workspaces.selectors import workspaces_for
@@ -36,7 +37,12 @@ from workspaces.services import workspace_personal
 _FORMAT_SECONDS = re.compile(r"(\d{1,3})\s*(?:s\b|sec|second)", re.IGNORECASE)
 
 
-class BriefSerializer(serializers.Serializer):
+@extend_schema_field(LANGUAGE_SCHEMA)
+class LanguageField(serializers.CharField):
+    """A language in any spelling ``voices.languages`` reads."""
+
+
+class BriefSerializer(InputSerializer):
     """The brief as the web client sends it (camelCase)."""
 
     title = serializers.CharField(max_length=200, required=False, allow_blank=True)
@@ -56,7 +62,7 @@ class BriefSerializer(serializers.Serializer):
         "durationSeconds is absent.",
     )
     market = serializers.CharField(max_length=64, required=False, allow_blank=True)
-    language = serializers.CharField(
+    language = LanguageField(
         max_length=64, help_text="A code or name: th, th-TH, Thai, pt-BR, mandarin ..."
     )
     additionalContext = serializers.CharField(
@@ -96,7 +102,7 @@ class AdCreateSerializer(BriefSerializer):
     )
 
 
-class AdMoveSerializer(serializers.Serializer):
+class AdMoveSerializer(InputSerializer):
     workspace = serializers.UUIDField(help_text="A workspace you are an admin of.")
 
 
@@ -119,11 +125,11 @@ ARCHIVED_CHOICES = ("exclude", "include", "only")
 
 def workspace_for_writing(user, workspace_id, action: Action, field: str = "workspace"):
     """The workspace ``workspace_id`` names for ``action`` (and whether only being a
-    superuser allows it): a 400 naming ``field`` unless ``user`` belongs to it, a 403
-    unless their role allows ``action``."""
+    superuser allows it): a 404 naming ``field`` unless ``user`` belongs to it (whether
+    it exists is not theirs to learn), a 403 unless their role allows ``action``."""
     workspace = workspaces_for(user).filter(pk=workspace_id).first()
     if workspace is None:
-        raise ValidationError({field: f"You are not a member of a workspace {workspace_id}."})
+        raise NotFound(f"{field}: no workspace {workspace_id} of yours.")
     return workspace, check(user, workspace.my_role, action)  # the role came with it
 
 
@@ -238,7 +244,7 @@ class AdViewSet(viewsets.ModelViewSet):
             raise ValidationError({"archived": f"Must be one of: {', '.join(ARCHIVED_CHOICES)}."})
         if archived != "include":
             ads = ads.filter(archived_at__isnull=archived == "exclude")
-        if params.get("workspace"):
+        if "workspace" in params:  # given empty, it names no workspace: refused
             try:
                 ads = ads.filter(workspace_id=uuid.UUID(params["workspace"]))
             except ValueError:

@@ -10,16 +10,17 @@ from drf_spectacular.utils import (
     OpenApiParameter,
     OpenApiResponse,
     extend_schema,
+    extend_schema_field,
     extend_schema_view,
 )
 from rest_framework import serializers, viewsets
 from rest_framework.exceptions import ValidationError
-from rest_framework.pagination import PageNumberPagination
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from adstudio.db import planned_per_query
-from voices.languages import UnknownLanguage
+from adstudio.pagination import PageNumbers
+from voices.languages import LANGUAGE_SCHEMA, UnknownLanguage
 from voices.models import Gender, Voice
 from voices.selectors import (
     DEFAULT_COUNT,
@@ -31,7 +32,19 @@ from voices.selectors import (
 )
 
 
+@extend_schema_field(
+    {
+        "oneOf": [{"type": "string", "format": "uri"}, {"type": "string", "maxLength": 0}],
+        "description": "A sample of the voice; empty when the catalogue has none.",
+    }
+)
+class PreviewURLField(serializers.URLField):
+    pass
+
+
 class VoiceSerializer(serializers.ModelSerializer):
+    preview_url = PreviewURLField(read_only=True)
+
     class Meta:
         model = Voice
         fields = [
@@ -64,7 +77,7 @@ class VoiceSearchParams(serializers.Serializer):
     count = serializers.IntegerField(required=False)
 
 
-class VoicePagination(PageNumberPagination):
+class VoicePagination(PageNumbers):
     """Pages of ``count`` voices, clamped to 1..50 like the search tool."""
 
     page_size = DEFAULT_COUNT
@@ -78,7 +91,7 @@ class VoicePagination(PageNumberPagination):
 _SEARCH_PARAMETERS = [
     OpenApiParameter(
         "language",
-        {"type": "string", "minLength": 1, "pattern": "\\S"},
+        LANGUAGE_SCHEMA,
         required=True,
         description="ISO code or name, e.g. 'th', 'Thai'; a region ('pt-BR') narrows to "
         "that locale.",

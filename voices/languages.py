@@ -112,6 +112,10 @@ LOCALE_ALIASES: dict[str, tuple[str, str]] = {
 }
 
 # Region subtags people write that are not ISO 3166 ("en-UK").
+# A language as the API's schema declares it: any spelling ``normalise_language`` reads,
+# which no pattern describes; the suite generates such values for the format.
+LANGUAGE_SCHEMA = {"type": "string", "format": "language", "minLength": 1, "maxLength": 64}
+
 _REGION_ALIASES = {"UK": "GB"}
 
 _TAG = re.compile(

@@ -14,6 +14,7 @@ from rest_framework.exceptions import ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from adstudio.serializers import InputSerializer
 from workspaces.access import check
 from workspaces.models import Membership, Workspace
 from workspaces.roles import Action, Role
@@ -45,7 +46,7 @@ class WorkspaceSerializer(serializers.ModelSerializer):
         return workspace.personal_for_id is not None
 
 
-class WorkspaceInputSerializer(serializers.Serializer):
+class WorkspaceInputSerializer(InputSerializer):
     name = serializers.CharField(max_length=200)
 
 
@@ -60,7 +61,7 @@ class MemberSerializer(serializers.ModelSerializer):
         fields = ["userId", "username", "role", "createdAt"]
 
 
-class MemberInputSerializer(serializers.Serializer):
+class MemberInputSerializer(InputSerializer):
     username = serializers.CharField(max_length=150)
     role = serializers.ChoiceField(choices=Role.choices)
 
@@ -71,7 +72,7 @@ class MemberInputSerializer(serializers.Serializer):
         return user
 
 
-class MemberRoleSerializer(serializers.Serializer):
+class MemberRoleSerializer(InputSerializer):
     role = serializers.ChoiceField(choices=Role.choices)
 
 

@@ -138,7 +138,7 @@ def test_an_ad_moves_between_workspaces_its_user_administers(user, other_user, t
     elsewhere = alice.post(
         f"/api/ads/{ad.pk}/move/", {"workspace": str(bobs_own.pk)}, format="json"
     )
-    assert elsewhere.status_code == 400  # not a workspace of alice's
+    assert elsewhere.status_code == 404  # not a workspace of alice's: not hers to see
     assert Ad.objects.get().workspace == team
 
 
