@@ -79,7 +79,7 @@ def assembled(chunks: Iterable[Chunk]) -> UIMessage:
         if kind == "start":
             message["id"] = chunk.get("messageId") or message["id"]
             _merge_metadata(message, chunk.get("messageMetadata"))
-        elif kind == "finish":
+        elif kind in ("finish", "message-metadata"):
             _merge_metadata(message, chunk.get("messageMetadata"))
         elif kind == "start-step":
             parts.append({"type": "step-start"})
@@ -123,7 +123,8 @@ def assembled(chunks: Iterable[Chunk]) -> UIMessage:
                 same["data"] = copy.deepcopy(chunk["data"])
             else:
                 parts.append(copy.deepcopy(chunk))
-        # "error" changes no message: useChat shows it as the chat's error.
+        # "error" changes no message: useChat shows it as the chat's error (and reads
+        # no further: the stream sends a failed run's metadata before it).
     return message
 
 

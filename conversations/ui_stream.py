@@ -131,6 +131,8 @@ class UIMessageStream:
         }
         if status == RunStatus.FAILED:
             metadata["error"] = run.error_message or data.get("errorCode") or "The run failed."
+            # useChat stops reading at an error: the metadata goes first.
+            chunks.append({"type": "message-metadata", "messageMetadata": metadata})
             chunks.append({"type": "error", "errorText": metadata["error"]})
         chunks.append(
             {

@@ -12,10 +12,7 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
-from collections import Counter
-from collections.abc import Callable
 from io import StringIO
 from pathlib import Path
 
@@ -25,63 +22,12 @@ from rest_framework.authtoken.models import Token
 
 from conversations.models import Run
 from conversations.services import send_message, start_generation
-from tests.fakes.server import Turn, call, error_turn
-from tests.support.parallel import one_process_at_a_time
+from tests.clients.directors import director, history_director
 from tests.support.worker import ROOT, run_finished
 
 pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
 
 HERE = Path(__file__).resolve().parent
-
-
-@pytest.fixture(scope="session")
-def node() -> str:
-    """node, with the locked packages installed; without node the tests skip, except under
-    CI, where they fail."""
-    node, npm = shutil.which("node"), shutil.which("npm")
-    if not node or not npm:
-        if os.environ.get("CI"):
-            pytest.fail("node and npm are required under CI")
-        pytest.skip("node and npm are not installed")
-    installed = HERE / "node_modules" / ".package-lock.json"
-    lock = HERE / "package-lock.json"
-    # One test process installs; the others wait for it, then find the packages current.
-    with one_process_at_a_time(ROOT / "var" / "npm-ci.lock"):
-        if not installed.exists() or installed.stat().st_mtime < lock.stat().st_mtime:
-            result = subprocess.run(
-                [npm, "ci", "--no-audit", "--no-fund"],
-                cwd=HERE,
-                capture_output=True,
-                text=True,
-                timeout=600,
-            )
-            assert result.returncode == 0, result.stdout + result.stderr
-    return node
-
-
-def director(body: dict) -> Turn:
-    """The scripted model: what each user message asks for, then a short answer (slow on
-    "even", so that a client can drop the stream while the run goes on)."""
-    messages = body["messages"]
-    last = messages[-1]
-    if last["role"] == "tool":
-        user = next(m for m in reversed(messages) if m["role"] == "user")["content"]
-        text = "Music v3 is even more upbeat." if "even" in user else "Done: music v2."
-        if "more upbeat" in user and "even" not in user:
-            text = "Music v2 is more upbeat, at 120 bpm."
-        return Turn(text=text, delay=3.0 if "even" in user else 0.0)
-    content = last["content"]
-    if content.startswith("Brief"):
-        return Turn(tool_calls=(call("create_music_draft", {"prompt": "calm acoustic"}),))
-    if "voice 999" in content:
-        return Turn(
-            tool_calls=(call("create_voice_draft", {"tracks": [{"voiceId": "999", "text": "Hi"}]}),)
-        )
-    if "even" in content:
-        return Turn(
-            tool_calls=(call("create_music_draft", {"prompt": "bright synth pop, 128 bpm"}),)
-        )
-    return Turn(tool_calls=(call("create_music_draft", {"prompt": "upbeat pop, 120 bpm"}),))
 
 
 @pytest.fixture
@@ -136,34 +82,6 @@ def test_the_sdks_validators_accept_a_real_conversation(node, live, make_ad):
     assert out["ui"] == 5  # the brief is its reply's; two user messages, three replies
     assert out["model"] > out["ui"]  # tool messages are their own there
     assert out["states"].count("output-error") == 1
-
-
-def history_director() -> Callable[[dict], Turn]:
-    """The model of history.mjs's chat, by the kind its user message names: a reply cut by
-    its provider part-way (after its first text reached the client) and asked again, an
-    error, a reply slow enough to be stopped, tools, plain text."""
-    asked: Counter[str] = Counter()
-
-    def reply(body: dict) -> Turn:
-        messages = body["messages"]
-        user = next(m for m in reversed(messages) if m["role"] == "user")["content"]
-        kind = user.rpartition("\n")[2].partition(":")[0]
-        asked[kind] += 1
-        if messages[-1]["role"] == "tool":
-            return Turn(text="Music v1 is ready.")
-        if kind == "tools":
-            return Turn(tool_calls=(call("create_music_draft", {"prompt": "warm piano"}),))
-        if kind == "reset" and asked[kind] == 1:
-            return Turn(
-                text="Here is your ad. I kept the rest", pause_after=2, pause=0.6, cut_after=4
-            )
-        if kind == "fail":
-            return error_turn(400, {"error": {"message": "bad request", "type": "invalid"}})
-        if kind == "slow":
-            return Turn(text="Take one: a long and winding reply", pause_after=2, pause=30.0)
-        return Turn(text=f"{kind.capitalize()} answer number {asked[kind]}.")
-
-    return reply
 
 
 def test_the_history_is_what_a_use_chat_page_holds(node, web_stack, user, make_ad):

@@ -359,19 +359,18 @@ def test_resume_with_last_event_id_continues_after_it(api, en_ad):
     # The client had the first five chunks: start, start-step, and the text's three.
     chunks, _ = stream_chunks(api.get(url, HTTP_LAST_EVENT_ID="5"))
 
+    metadata = {
+        "runId": str(run.pk),
+        "status": "failed",
+        "usage": {"inputTokens": 0, "outputTokens": 0, "totalTokens": 0},
+        "error": "The run took too long.",
+    }
     assert chunks == [
         {"type": "finish-step"},
+        # useChat reads nothing after an error: the message's metadata comes before it.
+        {"type": "message-metadata", "messageMetadata": metadata},
         {"type": "error", "errorText": "The run took too long."},
-        {
-            "type": "finish",
-            "finishReason": "error",
-            "messageMetadata": {
-                "runId": str(run.pk),
-                "status": "failed",
-                "usage": {"inputTokens": 0, "outputTokens": 0, "totalTokens": 0},
-                "error": "The run took too long.",
-            },
-        },
+        {"type": "finish", "finishReason": "error", "messageMetadata": metadata},
     ]
 
 
