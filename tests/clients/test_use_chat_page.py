@@ -107,7 +107,8 @@ def send(page, text: str) -> None:
 def last_reply_has_text(page) -> None:
     page.wait_for_function(
         """() => { const last = window.chat.messages.at(-1);
-        return last.role === "assistant" && last.parts.some((p) => p.type === "text" && p.text); }""",
+        return last.role === "assistant"
+          && last.parts.some((p) => p.type === "text" && p.text); }""",
         timeout=15_000,
     )
 
