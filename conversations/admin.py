@@ -16,10 +16,9 @@ from django.template.defaultfilters import truncatechars
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils import timezone
-from django.utils.dateformat import format as format_date
 from django.utils.html import format_html
 
-from adstudio.admin_json import pretty_json
+from adstudio.admin_columns import when
 from adstudio.admin_readonly import ReadOnlyAdminMixin
 from adstudio.admin_search import SearchByIdMixin
 from conversations.models import (
@@ -28,8 +27,8 @@ from conversations.models import (
     Conversation,
     ModelCall,
     Run,
-    RunEvent,
 )
+from conversations.run_event_log import run_event_rows
 from conversations.selectors import agent_stats
 from conversations.services import run_requeue
 from conversations.transcript import conversation_transcript, run_transcript
@@ -49,16 +48,6 @@ def _usd(cost) -> str:
 
 def _tokens(prompt: int, completion: int) -> str:
     return f"{prompt:,} / {completion:,}"
-
-
-def _when(value) -> str:
-    """A date as lists show it (``Jan 5, 14:03``), the full one in the tooltip."""
-    local = timezone.localtime(value)
-    return format_html(
-        '<span title="{}">{}</span>',
-        format_date(local, "Y-m-d H:i:s T"),
-        format_date(local, "M j, H:i"),
-    )
 
 
 def _took(value: timedelta | None) -> str:
@@ -110,16 +99,6 @@ class ModelCallInline(ReadOnlyInline):
         "error",
     ]
     readonly_fields = fields
-
-
-class RunEventInline(ReadOnlyInline):
-    model = RunEvent
-    fields = ["seq", "type", "data_pretty", "created_at"]
-    readonly_fields = fields
-
-    @admin.display(description="Data")
-    def data_pretty(self, event: RunEvent):
-        return pretty_json(event.data)
 
 
 # --- Conversations -----------------------------------------------------------------------
@@ -219,7 +198,7 @@ class ConversationAdmin(
 
     @admin.display(description="Created", ordering="created_at")
     def created(self, conversation: Conversation):
-        return _when(conversation.created_at)
+        return when(conversation.created_at)
 
 
 # --- Runs --------------------------------------------------------------------------------
@@ -262,15 +241,15 @@ class RunAdmin(WorkspaceScopedAdminMixin, ReadOnlyAdminMixin, SearchByIdMixin, a
             {
                 "fields": [
                     ("created_at", "started_at", "finished_at", "heartbeat_at"),
-                    ("requested_by", "claims", "cancel_requested"),
+                    ("requested_by_name", "claims", "cancel_requested"),
                     ("idempotency_key", "idempotency_fingerprint"),
                 ],
                 "classes": ["collapse"],
             },
         ),
     ]
-    readonly_fields = [f.name for f in Run._meta.concrete_fields]
-    inlines = [ModelCallInline, RunEventInline]
+    readonly_fields = [*(f.name for f in Run._meta.concrete_fields), "requested_by_name"]
+    inlines = [ModelCallInline]
     actions = ["requeue"]
     workspace_lookup = "conversation__ad__workspace"
     change_list_template = "admin/conversations/run/change_list.html"
@@ -297,8 +276,17 @@ class RunAdmin(WorkspaceScopedAdminMixin, ReadOnlyAdminMixin, SearchByIdMixin, a
         except ValueError:
             return super().change_view(request, object_id, form_url, extra_context)
         transcript = run_transcript(run_id=run_id, page=request.GET.get("page", 1))
-        context = {**(extra_context or {}), "transcript": transcript}
+        context = {
+            **(extra_context or {}),
+            "transcript": transcript,
+            "event_rows": run_event_rows(run_id=run_id),
+        }
         return super().change_view(request, object_id, form_url, context)
+
+    @admin.display(description="Requested by")
+    def requested_by_name(self, run: Run) -> str:
+        """By name, not as a link to the users' admin, which few may open."""
+        return run.requested_by.get_username() if run.requested_by_id else "-"
 
     @admin.display(description="Id", ordering="id")
     def short_id(self, run: Run) -> str:
@@ -339,7 +327,7 @@ class RunAdmin(WorkspaceScopedAdminMixin, ReadOnlyAdminMixin, SearchByIdMixin, a
 
     @admin.display(description="Created", ordering="created_at")
     def created(self, run: Run):
-        return _when(run.created_at)
+        return when(run.created_at)
 
     def has_requeue_permission(self, request) -> bool:
         """Requeueing calls the provider again: its own permission (Reviewers lack it)."""

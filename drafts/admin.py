@@ -12,6 +12,7 @@ from django.urls import path, reverse
 from django.utils.html import format_html
 from django.utils.http import url_has_allowed_host_and_scheme
 
+from adstudio.admin_columns import shortened, when
 from adstudio.admin_readonly import ReadOnlyAdminMixin
 from adstudio.admin_search import SearchByIdMixin
 from drafts.models import ACTIVATE_PERMISSION, Activation, ActivationSource, Ad, Draft, DraftKind
@@ -36,6 +37,22 @@ def draft_link(draft: Draft | None):
     return format_html('<a href="{}">{} {}</a>', url, draft.kind, draft.label)
 
 
+def comparison_bases(draft: Draft) -> dict[str, Draft]:
+    """What a draft can be compared with, the default first: the version active now (when
+    it is another one) and the one before it."""
+    bases = {}
+    active = (
+        Draft.objects.filter(ad_id=draft.ad_id, kind=draft.kind, status="active")
+        .exclude(pk=draft.pk)
+        .first()
+    )
+    if active is not None:
+        bases["active"] = active
+    if draft.parent is not None:
+        bases["previous"] = draft.parent
+    return bases
+
+
 class ReviewMedia:
     css = {"all": ["drafts/review.css"]}
 
@@ -45,11 +62,19 @@ class AdAdmin(WorkspaceScopedAdminMixin, SearchByIdMixin, admin.ModelAdmin):
     """Ads are created through the API and the chat command, edited here by those whose
     role allows it, and archived, never deleted."""
 
-    list_display = ["title", "workspace", "owner", "language", "market", "duration_s", "created_at"]
+    list_display = [
+        "title_short",
+        "workspace_name",
+        "owner",
+        "language",
+        "market",
+        "length",
+        "created",
+    ]
     list_filter = ["language", "market", ("archived_at", admin.EmptyFieldListFilter)]
     search_fields = ["title", "client", "audience"]
     list_select_related = ["owner", "workspace"]
-    readonly_fields = ["id", "workspace", "owner", "created_at", "updated_at", "archived_at"]
+    readonly_fields = ["id", "workspace", "owner_name", "created_at", "updated_at", "archived_at"]
     actions = ["archive"]
     fieldsets = [
         (
@@ -69,7 +94,14 @@ class AdAdmin(WorkspaceScopedAdminMixin, SearchByIdMixin, admin.ModelAdmin):
         (
             "Record",
             {
-                "fields": ["workspace", "owner", "id", "created_at", "updated_at", "archived_at"],
+                "fields": [
+                    "workspace",
+                    "owner_name",
+                    "id",
+                    "created_at",
+                    "updated_at",
+                    "archived_at",
+                ],
                 "classes": ["collapse"],
             },
         ),
@@ -79,6 +111,27 @@ class AdAdmin(WorkspaceScopedAdminMixin, SearchByIdMixin, admin.ModelAdmin):
 
     def has_add_permission(self, request) -> bool:
         return False
+
+    @admin.display(description="Title", ordering="title")
+    def title_short(self, ad: Ad):
+        return shortened(ad.title, 26)
+
+    @admin.display(description="Length", ordering="duration_s")
+    def length(self, ad: Ad) -> str:
+        return f"{ad.duration_s} s"
+
+    @admin.display(description="Workspace", ordering="workspace__name")
+    def workspace_name(self, ad: Ad):
+        return shortened(ad.workspace.name, 18)
+
+    @admin.display(description="Created", ordering="created_at")
+    def created(self, ad: Ad):
+        return when(ad.created_at)
+
+    @admin.display(description="Owner")
+    def owner_name(self, ad: Ad) -> str:
+        """The owner by name, not as a link to the users' admin, which few may open."""
+        return ad.owner.get_username() if ad.owner_id else "-"
 
     def has_change_permission(self, request, obj=None) -> bool:
         allowed = super().has_change_permission(request, obj)
@@ -137,6 +190,7 @@ class AdAdmin(WorkspaceScopedAdminMixin, SearchByIdMixin, admin.ModelAdmin):
             )
         activations = ad.activations.select_related("draft", "replaced", "user")[:50]
         return {
+            "conversations": ad.conversations.order_by("-created_at")[:5],
             "panels": panels,
             "activations": activations,
             "can_activate": request.user.has_perm(ACTIVATE_PERMISSION)
@@ -153,7 +207,14 @@ class DraftAdmin(WorkspaceScopedAdminMixin, ReadOnlyAdminMixin, SearchByIdMixin,
     and the tool results and events that name it would point at another draft). Deleting
     the ad deletes them all."""
 
-    list_display = ["ad", "kind", "label", "status_badge", "summary", "created_by", "created_at"]
+    list_display = [
+        "ad_title",
+        "kind",
+        "label",
+        "status_badge",
+        "summary_short",
+        "created",
+    ]  # who wrote it (the model, a person, an import): a filter, not a column
     list_filter = ["kind", "status", "created_by"]
     search_fields = ["ad__title", "summary"]
     list_select_related = ["ad"]
@@ -194,6 +255,18 @@ class DraftAdmin(WorkspaceScopedAdminMixin, ReadOnlyAdminMixin, SearchByIdMixin,
     def label(self, draft: Draft) -> str:
         return draft.label
 
+    @admin.display(description="Ad", ordering="ad__title")
+    def ad_title(self, draft: Draft):
+        return shortened(draft.ad.title, 18)
+
+    @admin.display(description="Summary")
+    def summary_short(self, draft: Draft):
+        return shortened(draft.summary, 48)
+
+    @admin.display(description="Created", ordering="created_at")
+    def created(self, draft: Draft):
+        return when(draft.created_at)
+
     @admin.display(description="Status", ordering="status")
     def status_badge(self, draft: Draft):
         return status_badge(draft)
@@ -212,14 +285,24 @@ class DraftAdmin(WorkspaceScopedAdminMixin, ReadOnlyAdminMixin, SearchByIdMixin,
         return super().change_view(request, object_id, form_url, extra_context)
 
     def _review_context(self, request: HttpRequest, draft: Draft) -> dict:
+        """The draft's content, and what it changes from the version it is compared with:
+        the active one by default (what this draft would replace), or the one before it
+        (``?compare=previous``)."""
         language = draft.ad.language
-        previous = draft.parent
+        bases = comparison_bases(draft)
+        chosen = request.GET.get("compare")
+        base_name = chosen if chosen in bases else next(iter(bases), None)
+        base = bases.get(base_name)
+        changes = diff(base, draft, language=language) if base else None
         return {
             "draft": draft,
             "voice_tracks": voice_tracks(draft.payload, language=language),
             "sound_effects": sound_effects(draft.payload),
-            "previous": previous,
-            "changes": diff(previous, draft, language=language) if previous else None,
+            "bases": bases,
+            "base_name": base_name,
+            "base": base,
+            "changes": changes,
+            "identical": changes is not None and all(line.change == "same" for line in changes),
             "activations": draft.activations.select_related("replaced", "user"),
             "can_activate": self.has_activate_permission(request)
             and draft.status != "active"
@@ -319,11 +402,22 @@ class ActivationAdmin(
 
     workspace_lookup = "ad__workspace"
 
-    list_display = ["created_at", "ad", "activated", "replaced_version", "user", "source"]
+    list_display = ["created", "ad_title", "activated", "replaced_version", "user", "source"]
+    list_display_links = ["created"]
     list_filter = ["source", "draft__kind"]
     search_fields = ["ad__title", "user__username"]
     list_select_related = ["ad", "draft", "replaced", "user"]
     date_hierarchy = "created_at"
+
+    Media = ReviewMedia
+
+    @admin.display(description="When", ordering="created_at")
+    def created(self, activation: Activation):
+        return when(activation.created_at)
+
+    @admin.display(description="Ad", ordering="ad__title")
+    def ad_title(self, activation: Activation):
+        return shortened(activation.ad.title, 26)
 
     @admin.display(description="Activated", ordering="draft__kind")
     def activated(self, activation: Activation):

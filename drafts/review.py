@@ -1,5 +1,5 @@
 """A draft as a reviewer reads it: its content laid out by kind, the same content as lines,
-and what changed from the version before.
+and what it changes from another version (the active one, or the one before).
 
 The admin shows these; they read the stored payload (drafts.payloads' version shapes)
 and never change anything.
@@ -101,14 +101,14 @@ class DiffLine:
     text: str
 
 
-def diff(previous: Draft, draft: Draft, *, language: str) -> list[DiffLine]:
-    """What ``draft`` changed from ``previous`` (the version before, of the same kind),
-    line by line."""
+def diff(base: Draft, draft: Draft, *, language: str) -> list[DiffLine]:
+    """What ``draft`` changes from ``base`` (another version of the same kind: the active
+    one, or the one before), line by line."""
     changes = {"+ ": "added", "- ": "removed", "  ": "same"}
     return [
         DiffLine(changes[line[:2]], line[2:])
         for line in difflib.ndiff(
-            content_lines(previous, language=language), content_lines(draft, language=language)
+            content_lines(base, language=language), content_lines(draft, language=language)
         )
         if line[:2] in changes
     ]

@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.contrib import admin, messages
 from django.utils import timezone
 
+from adstudio.admin_columns import shortened
 from adstudio.admin_json import pretty_json
 from adstudio.admin_search import SearchByIdMixin
 from voices.models import APPROVE_PERMISSION, Voice
@@ -13,16 +14,15 @@ from voices.models import APPROVE_PERMISSION, Voice
 @admin.register(Voice)
 class VoiceAdmin(SearchByIdMixin, admin.ModelAdmin):
     list_display = [
-        "name",
-        "language",
-        "locale",
+        "name_short",
+        "language_tag",
         "gender",
         "age",
-        "style",
+        "style_short",
         "provider",
         "approved",
         "active",
-    ]
+    ]  # fits a laptop's screen beside the filters
     list_filter = ["language", "gender", "provider", "approved", "active"]
     search_fields = ["name", "description", "provider_voice_id"]  # and the id (voiceId)
     readonly_fields = ["metadata_pretty", "created_at", "updated_at"]
@@ -30,6 +30,19 @@ class VoiceAdmin(SearchByIdMixin, admin.ModelAdmin):
     actions = ["approve", "unapprove"]
     list_per_page = 100
     show_full_result_count = False  # an exact count over 100k rows on every page is slow
+
+    @admin.display(description="Name", ordering="name")
+    def name_short(self, voice: Voice):
+        return shortened(voice.name, 22)
+
+    @admin.display(description="Language", ordering="language")
+    def language_tag(self, voice: Voice) -> str:
+        """Its locale when the catalogue has one (``en-US``), else its language."""
+        return voice.locale or voice.language
+
+    @admin.display(description="Style", ordering="style")
+    def style_short(self, voice: Voice):
+        return shortened(voice.style, 22)
 
     @admin.display(description="Raw provider record")
     def metadata_pretty(self, voice: Voice):

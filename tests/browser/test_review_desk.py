@@ -7,12 +7,13 @@ as a screenshot under var/test-output/<test>/ for a person to look at."""
 from __future__ import annotations
 
 import pytest
+from django.utils import timezone
 
-from conversations.models import Conversation, Run
+from conversations.models import Conversation, Run, RunEvent
 from conversations.services import send_message, start_generation
 from drafts.models import Activation, Draft
 from drafts.reviewers import REVIEWERS
-from drafts.services import draft_create
+from drafts.services import draft_activate, draft_create
 from tests.conversations.story import first_turn, run_of
 from tests.fakes.server import call, turn
 from tests.support.browser import log_in, loopback_visit, make_staff
@@ -162,3 +163,108 @@ def test_a_reviewer_reads_compares_and_activates(
 
     activation = Activation.objects.get()
     assert (activation.draft_id, activation.user.username) == (music_v2.pk, "rita")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_desk_compares_with_what_is_live_folds_streamed_text_and_fits_a_laptop(
+    chromium, server, screenshot, make_ad, make_voice
+):
+    rita = make_staff("rita", groups=(REVIEWERS,))
+    ad = make_ad(language="en", title="A long campaign title that goes on and on, " * 4)
+    Membership.objects.create(workspace=ad.workspace, user=rita, role=Role.REVIEWER)
+    long_summary = "warm acoustic pop with a gentle build, " * 6
+    v1, _ = draft_create(ad=ad, version=music("warm acoustic pop " + long_summary))
+    draft_activate(ad=ad, draft_id=v1.pk, by=rita)
+    v2, _ = draft_create(ad=ad, version=music("upbeat synth pop, 128 bpm"))
+    v3, _ = draft_create(ad=ad, version=music("warm acoustic pop " + long_summary))
+    for index in range(30):
+        make_voice(
+            language="en",
+            locale="en-US",
+            name=f"Jennifer Alvarez-Whitfield {index}",
+            age="middle_aged",
+            style="warm, friendly, conversational",
+            provider="elevenlabs",
+        )
+    conversation = Conversation.objects.create(ad=ad)
+    run = Run.objects.create(
+        conversation=conversation,
+        input_text="more upbeat",
+        status="succeeded",
+        finished_at=timezone.now(),
+    )
+    words = ["Music ", "v2 ", "is ", "more ", "upbeat, "] * 10
+    RunEvent.objects.bulk_create(
+        [RunEvent(run=run, seq=1, type="model_call.started", data={"round": 1})]
+        + [
+            RunEvent(run=run, seq=2 + n, type="text", data={"delta": word})
+            for n, word in enumerate(words)
+        ]
+        + [RunEvent(run=run, seq=52, type="run.finished", data={"status": "succeeded"})]
+    )
+
+    with loopback_visit(chromium) as visit:
+        page = visit.page
+        page.set_viewport_size(LAPTOP)
+        log_in(page, server, "rita")
+
+        # v3 is compared with v1, which is live, and is the same: nothing to hear.
+        page.goto(f"{server}/admin/drafts/draft/{v3.pk}/change/")
+        changes = page.locator(".draft-changes")
+        assert "Changes from v1, the active version" in changes.inner_text()
+        assert "The same content as v1: activating it changes nothing" in changes.inner_text()
+        assert changes.locator("li.added, li.removed").count() == 0
+        screenshot(page, "draft-against-active")
+        page.click(".compare-with >> text=v2 (before)")
+        changes = page.locator(".draft-changes")
+        assert "Changes from v2, the version before" in changes.inner_text()
+        assert (
+            changes.locator("li.removed").first.inner_text().endswith("upbeat synth pop, 128 bpm")
+        )
+
+        # The confirmation's breadcrumbs are the admin's.
+        page.goto(f"{server}/admin/drafts/draft/{v2.pk}/activate/")
+        background = page.evaluate(
+            "getComputedStyle(document.querySelector('.breadcrumbs')).backgroundColor"
+        )
+        assert background not in ("rgba(0, 0, 0, 0)", "transparent"), background
+
+        # The ad links to its conversation; its owner is a name, not a link she cannot open.
+        page.goto(f"{server}/admin/drafts/ad/{ad.pk}/change/")
+        page.click(".ad-conversations >> text=the current one")
+        assert page.url.endswith(f"/admin/conversations/conversation/{conversation.pk}/change/")
+        page.goto(f"{server}/admin/drafts/ad/{ad.pk}/change/")
+        assert page.locator("a[href*='/admin/auth/user/']").count() == 0
+
+        # The run's fifty text events are the one text they made.
+        page.goto(f"{server}/admin/conversations/run/{run.pk}/change/")
+        texts = page.locator(".run-events tr.event-text")
+        assert texts.count() == 1
+        cells = texts.locator("td")
+        assert cells.nth(0).inner_text() == "2\u201351"
+        assert cells.nth(2).locator(".event-text").inner_text() == "".join(words)
+        assert "streamed in 50 text events" in cells.nth(2).inner_text()
+        assert page.locator(".run-events tr.event").count() == 3
+        screenshot(page, "run-events")
+
+        # The lists fit a laptop's screen: no scrolling sideways, rows of a few lines.
+        for path in (
+            "/admin/drafts/draft/",
+            "/admin/drafts/ad/",
+            "/admin/drafts/activation/",
+            "/admin/voices/voice/",
+        ):
+            page.goto(f"{server}{path}")
+            screenshot(page, path.strip("/").replace("/", "-"))
+            fit = page.evaluate(
+                """() => {
+                    const box = document.querySelector('.results');
+                    const rows = [...document.querySelectorAll('#result_list tbody tr')];
+                    return [box.scrollWidth - box.clientWidth,
+                            document.documentElement.scrollWidth - window.innerWidth,
+                            Math.max(...rows.map((row) => row.getBoundingClientRect().height))];
+                }"""
+            )
+            assert fit[0] <= 0 and fit[1] <= 0, (path, fit)
+            assert fit[2] <= 70, (path, fit)  # three lines at most (they were 145-241 px)
+        assert visit.aborted == []

@@ -108,7 +108,7 @@ def test_music_and_effects_read_by_their_fields(client, staff_user, ad):
     effects_html = page(client, "admin:drafts_draft_change", effects.pk)
 
     assert "<dd>15 s</dd>" in music_html and "warm ukulele" in music_html
-    assert "The first music version: nothing to compare with." in music_html
+    assert "The first music version, and none is active: nothing to compare with." in music_html
     assert "door chime" in effects_html and "at the end" in effects_html
 
 
