@@ -97,6 +97,8 @@ class Run(models.Model):
     client_message_id = models.CharField(
         max_length=200,
         blank=True,
+        default="",
+        db_default="",  # a web process of the release before inserts runs without it
         help_text="The id the web client gave the user's message (useChat's UIMessage id), "
         "which the history returns for it.",
     )

@@ -117,3 +117,30 @@ def test_run_event_seq_is_unique_and_type_checked(run):
         "run_event_type_valid",
         lambda: RunEvent.objects.create(run=run, seq=2, type="bogus"),
     )
+
+
+def test_a_run_inserted_by_the_release_before_gets_no_client_message_id(conversation):
+    """A web process of the previous release names no ``client_message_id`` (nor brief,
+    nor replaced run) while the next one migrates: its run is still stored."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "INSERT INTO conversations_run (id, conversation_id, status, input_text, provider, "
+            "model, rounds, stop_cause, prompt_tokens, completion_tokens, cached_tokens, cost, "
+            "cost_exact, error_code, error_message, final_message, idempotency_key, "
+            "idempotency_fingerprint, cancel_requested, claims, resumes, trace_context, "
+            "created_at) VALUES (gen_random_uuid(), %s, 'queued', 'hi', '', '', 0, '', 0, 0, "
+            "0, 0, true, '', '', '', '', '', false, 0, 0, '', now()) RETURNING id",
+            [conversation.pk],
+        )
+        run = Run.objects.get(pk=cursor.fetchone()[0])
+    assert (run.client_message_id, run.brief, run.replaces_id) == ("", None, None)
+
+
+def test_a_run_replaces_at_most_one_and_is_replaced_at_most_once(conversation, run):
+    Run.objects.create(conversation=conversation, input_text="hello", replaces=run)
+    _refused(
+        "replaces_id",
+        lambda: Run.objects.create(conversation=conversation, input_text="hello", replaces=run),
+    )
