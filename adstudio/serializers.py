@@ -29,3 +29,23 @@ class InputSerializer(serializers.Serializer):
             if errors:
                 raise serializers.ValidationError(errors)
         return super().to_internal_value(data)
+
+
+class QueryParameters(serializers.Serializer):
+    # A query string read as its schema says it: each parameter at most once, and a
+    # parameter that is not free text (a number, a choice) not empty; DRF would take the
+    # last of repeated values, and an empty one for one not given.
+
+    def to_internal_value(self, data: Any) -> Any:
+        if hasattr(data, "getlist"):
+            errors = {}
+            for name, field in self.fields.items():
+                values = data.getlist(name)
+                if len(values) > 1:
+                    errors[name] = ["Give this parameter once."]
+                elif values == [""] and not getattr(field, "allow_blank", False):
+                    message = field.error_messages.get("blank", field.error_messages["required"])
+                    errors[name] = [message]
+            if errors:
+                raise serializers.ValidationError(errors)
+        return super().to_internal_value(data)

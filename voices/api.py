@@ -20,6 +20,7 @@ from rest_framework.response import Response
 
 from adstudio.db import planned_per_query
 from adstudio.pagination import PageNumbers
+from adstudio.serializers import QueryParameters
 from voices.languages import LANGUAGE_SCHEMA, UnknownLanguage
 from voices.models import Gender, Voice
 from voices.selectors import (
@@ -67,11 +68,11 @@ class VoiceSerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
 
-class VoiceSearchParams(serializers.Serializer):
+class VoiceSearchParams(QueryParameters):
     """The list's query string; language and gender are checked by the search service."""
 
     language = serializers.CharField()
-    gender = serializers.CharField(required=False, allow_blank=True)
+    gender = serializers.CharField(required=False)
     accent = serializers.CharField(required=False, allow_blank=True)
     style = serializers.CharField(required=False, allow_blank=True)
     count = serializers.IntegerField(required=False)

@@ -141,6 +141,11 @@ def test_no_match_is_an_empty_page(api, make_voice):
             {"language": ["Unknown language 'portugese'. Did you mean: pt (Portuguese)?"]},
         ),
         ({"language": "en", "count": "lots"}, {"count": ["A valid integer is required."]}),
+        # As the schema says: no value that is not one of its choices, no number given
+        # empty or twice (DRF would take an empty one as not given, and the last of two).
+        ({"language": "en", "gender": ""}, {"gender": ["This field may not be blank."]}),
+        ({"language": "en", "count": ""}, {"count": ["This field is required."]}),
+        ({"language": "en", "count": ["5", "lots"]}, {"count": ["Give this parameter once."]}),
     ],
 )
 def test_invalid_queries_are_400s_naming_the_field(api, params, errors):
