@@ -163,27 +163,32 @@ def chat_regenerate(*, conversation: Conversation, user, message_id: str = "") -
     UIMessage id); without it, the last one. Only a finished reply can be replaced
     (``NothingToRegenerate``), and only once (``Run.replaces`` is unique)."""
     ad_writable(conversation.ad)
-    with transaction.atomic():
-        last = (
-            Run.objects.select_for_update()
-            .filter(conversation=conversation)
-            .order_by("-created_at")
-            .first()
-        )
-        if last is None or (message_id and message_id != assistant_ui_message_id(last.pk)):
-            raise NothingToRegenerate("Only the conversation's last reply can be regenerated.")
-        if last.status not in RunStatus.finished():
-            raise NothingToRegenerate("The last reply is still being written: stop it first.")
-        return _run_create(
-            conversation=conversation,
-            text=last.input_text,
-            brief=last.brief,
-            client_message_id=last.client_message_id,
-            replaces=last,
-            requested_by=user,
-            idempotency_key="",
-            idempotency_fingerprint="",
-        )
+    try:
+        with transaction.atomic():
+            last = (
+                Run.objects.select_for_update()
+                .filter(conversation=conversation)
+                .order_by("-created_at")
+                .first()
+            )
+            if last is None or (message_id and message_id != assistant_ui_message_id(last.pk)):
+                raise NothingToRegenerate("Only the conversation's last reply can be regenerated.")
+            if last.status not in RunStatus.finished():
+                raise NothingToRegenerate("The last reply is still being written: stop it first.")
+            return _run_create(
+                conversation=conversation,
+                text=last.input_text,
+                brief=last.brief,
+                client_message_id=last.client_message_id,
+                replaces=last,
+                requested_by=user,
+                idempotency_key="",
+                idempotency_fingerprint="",
+            )
+    except IntegrityError:  # a regenerate at the same moment replaced it first
+        if not Run.objects.filter(replaces_id=last.pk).exists():
+            raise
+        raise NothingToRegenerate("This reply is being written again already.") from None
 
 
 def send_message(

@@ -114,9 +114,10 @@ class UIMessageStream:
         return []
 
     def finish(self, data: dict[str, Any]) -> list[Chunk]:
-        """The end of the message, from the ``run.finished`` event: an ``error`` chunk
-        first for a failed run; in the message's metadata, its status, its error and what
-        it used (``FINISH_FIELDS`` of the run, read when the event is)."""
+        """The end of the message, from the ``run.finished`` event: in the message's
+        metadata, its status, its error and what it used (``FINISH_FIELDS`` of the run,
+        read when the event is); for a failed run, that metadata and an ``error`` chunk
+        before the ``finish``."""
         chunks = [*self._close_text(), *self._end_step()]
         status, cause = data.get("status"), data.get("stopCause")
         run = self.run

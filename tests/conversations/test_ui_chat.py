@@ -17,7 +17,12 @@ from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from conversations.models import Conversation, Run, RunEvent
-from conversations.services import send_message, start_generation
+from conversations.services import (
+    NothingToRegenerate,
+    chat_regenerate,
+    send_message,
+    start_generation,
+)
 from conversations.ui_types import ModelMessagePage, UIMessagePage
 from drafts.models import Draft
 from tests.fakes.server import call, turn
@@ -237,6 +242,35 @@ def test_regenerate_replaces_only_the_last_finished_reply(api, conversation):
     running = api.post(url, body, format="json")
     assert running.status_code == 409
     assert Run.objects.filter(conversation=conversation).count() == 3  # nothing started
+
+
+def test_two_regenerates_at_once_make_one_run(fake_providers, conversation, user):
+    """The second waits for the first's lock on the last run, then finds it replaced."""
+    fake_providers.script(turn("Music v2, once more."))
+    first_holds = threading.Event()
+    outcomes: list[str] = []
+
+    def second() -> None:
+        first_holds.wait(10)
+        try:
+            chat_regenerate(conversation=conversation, user=user)
+            outcomes.append("regenerated")
+        except NothingToRegenerate as exc:
+            outcomes.append(str(exc))
+        finally:
+            connection.close()
+
+    thread = threading.Thread(target=second)
+    thread.start()
+    with transaction.atomic():
+        run = chat_regenerate(conversation=conversation, user=user)
+        first_holds.set()
+        time.sleep(0.5)  # the second is now waiting on the last run's lock
+    thread.join(20)
+
+    assert outcomes == ["This reply is being written again already."]
+    assert Run.objects.filter(conversation=conversation, replaces__isnull=False).count() == 1
+    assert Run.objects.get(pk=run.pk).replaces_id is not None
 
 
 def test_the_same_message_id_sent_again_streams_the_same_run(api, fake_providers, conversation):
