@@ -430,7 +430,7 @@ def _provider_routes(name: str, default: dict[str, str]) -> dict[str, str]:
 
     A language may be spelled any way the catalogue accepts (``Thai``, ``th-TH``): it is
     stored as the code ads carry, or no ad would ever match it."""
-    from voices.languages import UnknownLanguage, normalise_language
+    from adstudio.languages import UnknownLanguage, normalise_language
 
     items = env_list(name, [])
     if not items:

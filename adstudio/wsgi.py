@@ -24,13 +24,15 @@ def _load_what_first_requests_would() -> None:
     it (a process's first chat message took 200-400 ms more than the next): the provider
     SDKs (imported when a provider is first built), the run task and the loop it imports,
     Celery's task registry, and the URL resolver's map for ``reverse``."""
+    from django.apps import apps
     from django.urls import get_resolver
 
     from adstudio.celery import app as celery_app
-    from conversations import tasks  # noqa: F401  (the run task, the loop, the tools)
-    from conversations.providers.router import load_adapters
 
-    load_adapters()
+    for config in apps.get_app_configs():  # each app's own (ConversationsConfig.warm_up)
+        warm_up = getattr(config, "warm_up", None)
+        if warm_up is not None:
+            warm_up()
     celery_app.finalize()
     get_resolver().reverse_dict  # noqa: B018  (built on first use)
 

@@ -76,8 +76,8 @@ def load_catalogue(count: int, seed: int, reload: bool) -> float | None:
 
 def make_queries(count: int, seed: int) -> list[tuple[str, dict[str, Any]]]:
     """``count`` searches, an equal share of each kind, in a shuffled but fixed order."""
+    from adstudio.languages import language_name
     from benchmarks.catalogue_generator import LOCALES, STYLES, USE_CASES
-    from voices.languages import language_name
 
     rng = random.Random(seed)
     weights = [locale.weight for locale in LOCALES]

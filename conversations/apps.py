@@ -4,3 +4,22 @@ from django.apps import AppConfig
 class ConversationsConfig(AppConfig):
     name = "conversations"
     verbose_name = "Conversations and runs"
+
+    def ready(self) -> None:
+        """The run's tasks registered with the Celery app (``leases.run_enqueue`` sends
+        them by name), and what the project package's observability reads of this app
+        given to it: the price table runs are billed with, and the queue of runs."""
+        from adstudio.observability import hooks, metrics
+        from conversations import tasks  # noqa: F401
+        from conversations.pricing import usage_cost
+        from conversations.selectors import runs_queued
+
+        hooks.use_price_table(usage_cost)
+        metrics.count_queued_runs_with(runs_queued)
+
+    def warm_up(self) -> None:
+        """What a web process's first chat would load (``adstudio.wsgi``): the provider
+        SDKs (the run task, the loop and the tools are loaded with the app)."""
+        from conversations.providers.router import load_adapters
+
+        load_adapters()

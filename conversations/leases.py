@@ -20,6 +20,7 @@ from django.db.models import Case, F, Q, Value, When
 from django.utils import timezone
 
 from adstudio import observability
+from adstudio.celery import app as celery_app
 from adstudio.db import (
     Add,
     Batch,
@@ -53,6 +54,7 @@ from drafts.services import LatestVersions
 logger = logging.getLogger(__name__)
 
 ENQUEUE_FAILED = "enqueue_failed"
+RUN_AGENT_TASK = "conversations.tasks.run_agent"
 
 
 def run_enqueue(*, run_id: uuid.UUID) -> None:
@@ -63,8 +65,9 @@ def run_enqueue(*, run_id: uuid.UUID) -> None:
     """
 
     def send() -> None:
-        from conversations.tasks import run_agent_task
-
+        # By name through the Celery app, whose registry has it (tasks.py imports this
+        # module); delay() keeps eager mode, which send_task would not.
+        run_agent_task = celery_app.tasks[RUN_AGENT_TASK]
         try:
             run_agent_task.delay(str(run_id))
         except Exception as exc:

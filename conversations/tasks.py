@@ -11,7 +11,7 @@ from celery import shared_task
 from celery.signals import celeryd_after_setup, worker_init, worker_ready
 
 from adstudio.log_context import log_scope
-from conversations.leases import runs_recover
+from conversations.leases import RUN_AGENT_TASK, runs_recover
 from conversations.loop import run_agent
 from conversations.providers.router import load_adapters
 from conversations.tokens import load_encoding
@@ -20,7 +20,7 @@ from conversations.worker_capacity import check_worker
 logger = logging.getLogger(__name__)
 
 
-@shared_task(name="conversations.tasks.run_agent")
+@shared_task(name=RUN_AGENT_TASK)
 def run_agent_task(run_id: str) -> None:
     with log_scope(run_id=run_id):  # every line of the run carries its id
         run_agent(run_id)

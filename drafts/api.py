@@ -23,12 +23,12 @@ from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from adstudio.languages import LANGUAGE_SCHEMA, UnknownLanguage, normalise_language
 from adstudio.serializers import InputSerializer
 from drafts.models import ActivationSource, Ad, Draft, DraftKind, DraftStatus
 from drafts.payloads import MusicVersion, SfxVersion, VoiceVersion
 from drafts.selectors import ads_for, draft_state, drafts_for
 from drafts.services import ad_archive, ad_create, ad_move, ad_update, draft_activate
-from voices.languages import LANGUAGE_SCHEMA, UnknownLanguage, normalise_language
 from workspaces.access import check, require
 from workspaces.roles import Action
 from workspaces.selectors import workspaces_for
@@ -39,7 +39,7 @@ _FORMAT_SECONDS = re.compile(r"(\d{1,3})\s*(?:s\b|sec|second)", re.IGNORECASE)
 
 @extend_schema_field(LANGUAGE_SCHEMA)
 class LanguageField(serializers.CharField):
-    """A language in any spelling ``voices.languages`` reads."""
+    """A language in any spelling ``adstudio.languages`` reads."""
 
 
 class BriefSerializer(InputSerializer):

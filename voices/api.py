@@ -19,9 +19,9 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from adstudio.db import planned_per_query
+from adstudio.languages import LANGUAGE_SCHEMA, UnknownLanguage
 from adstudio.pagination import PageNumbers
 from adstudio.serializers import QueryParameters
-from voices.languages import LANGUAGE_SCHEMA, UnknownLanguage
 from voices.models import Gender, Voice
 from voices.selectors import (
     DEFAULT_COUNT,

@@ -23,8 +23,8 @@ from typing import Any
 from django.core.exceptions import ValidationError
 from django.core.validators import URLValidator
 
+from adstudio.languages import UnknownLanguage, normalise_language
 from adstudio.storable import NUL, has_nul, json_leaves
-from voices.languages import UnknownLanguage, normalise_language
 from voices.models import Gender, Voice
 
 

@@ -28,7 +28,7 @@ from django.db.models import (
 )
 
 from adstudio.db import column, columns, from_row, planned_per_query, quote_name
-from voices.languages import Language, normalise_language
+from adstudio.languages import Language, normalise_language
 from voices.models import SEARCHABLE, Gender, Voice
 
 MAX_COUNT = 50

@@ -9,8 +9,8 @@ from typing import Any, Literal
 
 from pydantic import ConfigDict, Field, field_validator
 
+from adstudio.languages import UnknownLanguage, language_name, normalise_language
 from adstudio.tools import Tool, ToolArgs, ToolContext, ToolError, ToolOutput
-from voices.languages import UnknownLanguage, language_name, normalise_language
 from voices.selectors import (
     DEFAULT_COUNT,
     MAX_COUNT,

@@ -26,6 +26,16 @@ UNKNOWN_TOOL = "unknown"  # the metrics' label for a tool name the model made up
 
 # Tool names that label metrics: the registry's (an invented name would add a series).
 _known_tools: set[str] = set()
+# What a model call cost (model, usage) -> dollars: the price table the runs are billed
+# with, given by the app that holds it (``use_price_table``), so this package imports
+# nothing of the apps.
+_price: Callable[..., Any] | None = None
+
+
+def use_price_table(price: Callable[..., Any]) -> None:
+    """Count the cost of model calls with ``price(model=..., usage=...)``."""
+    global _price
+    _price = price
 
 
 @dataclass
@@ -231,16 +241,14 @@ def _count_model_call(
     )
     if response is None:
         return
-    # The project's one price table (conversations/pricing.py), as the runs are billed.
-    from conversations.pricing import usage_cost
-
     usage = response.usage
     tokens = metrics.MODEL_TOKENS
     tokens.labels(provider=provider, model=model, type="prompt").inc(usage.prompt_tokens)
     tokens.labels(provider=provider, model=model, type="cached").inc(usage.cached_prompt_tokens)
     tokens.labels(provider=provider, model=model, type="completion").inc(usage.completion_tokens)
-    cost = usage_cost(model=model, usage=usage)
-    metrics.MODEL_COST.labels(provider=provider, model=model).inc(float(cost))
+    if _price is not None:
+        cost = _price(model=model, usage=usage)
+        metrics.MODEL_COST.labels(provider=provider, model=model).inc(float(cost))
     for call in response.message.tool_calls:
         if call.repaired or call.parse_error:
             metrics.ARGUMENT_REPAIRS.labels(

@@ -10,7 +10,7 @@ database at scrape time, by the process that answers the scrape.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from django.conf import settings
@@ -85,6 +85,16 @@ def disable() -> None:
     switch.update()
 
 
+# The queued runs' count and oldest enqueue time, read by the app that holds them
+# (``count_queued_runs_with``), so this package imports nothing of the apps.
+_queued_runs: Callable[[], tuple[int, Any]] | None = None
+
+
+def count_queued_runs_with(read: Callable[[], tuple[int, Any]]) -> None:
+    global _queued_runs
+    _queued_runs = read
+
+
 class QueueCollector:
     """The queued runs, counted at scrape time: how many, and how long the oldest has
     waited. One query over the index of unfinished runs."""
@@ -93,9 +103,9 @@ class QueueCollector:
         return []  # registered without a query
 
     def collect(self) -> Iterator[Metric]:
-        from conversations.selectors import runs_queued
-
-        count, oldest = runs_queued()
+        if _queued_runs is None:
+            return
+        count, oldest = _queued_runs()
         age = (timezone.now() - oldest).total_seconds() if oldest is not None else 0.0
         yield GaugeMetricFamily("adstudio_runs_queued", "Runs waiting for a worker.", count)
         yield GaugeMetricFamily(

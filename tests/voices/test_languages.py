@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from voices.languages import LANGUAGES, Language, UnknownLanguage, normalise_language
+from adstudio.languages import LANGUAGES, Language, UnknownLanguage, normalise_language
 
 
 @pytest.mark.parametrize(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from voices.languages import UnknownLanguage
+from adstudio.languages import UnknownLanguage
 from voices.models import Voice
 from voices.selectors import (
     InvalidSearch,

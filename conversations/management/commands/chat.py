@@ -15,12 +15,12 @@ from collections.abc import Iterator
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
+from adstudio.languages import UnknownLanguage, normalise_language
 from conversations import providers
 from conversations.terminal import INTERRUPTED_STATUS, ChatSession, line_editing, quiet_logs
 from drafts.models import Ad
 from drafts.selectors import ads_for
 from drafts.services import ad_create
-from voices.languages import UnknownLanguage, normalise_language
 from workspaces.access import may, role_in
 from workspaces.models import Workspace
 from workspaces.roles import Action

@@ -1,0 +1,57 @@
+"""The import graph's contracts (pyproject's ``[tool.importlinter]``): the apps in layers
+with the project package below them all, and no import cycle. import-linter checks the
+real graph; the same contracts must refuse a graph given one arrow more."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import grimp
+import pytest
+from importlinter import api  # configures import-linter for use from Python
+from importlinter.application.use_cases import lint_imports
+from importlinter.contracts.acyclic_siblings import AcyclicSiblingsContract
+from importlinter.contracts.layers import LayersContract
+
+ROOT = Path(__file__).resolve().parent.parent
+CONFIG = api.read_configuration(str(ROOT / "pyproject.toml"))
+CONTRACTS = {"layers": LayersContract, "acyclic_siblings": AcyclicSiblingsContract}
+
+
+def test_the_code_keeps_its_import_contracts(capsys):
+    """``lint-imports``, run from Python."""
+    passed = lint_imports(config_filename=str(ROOT / "pyproject.toml"), cache_dir=None)
+    assert passed, capsys.readouterr().out[-4000:]
+    assert "Contracts: 2 kept, 0 broken." in capsys.readouterr().out
+
+
+@pytest.fixture
+def graph() -> grimp.ImportGraph:
+    packages = CONFIG["session_options"]["root_packages"]
+    return grimp.build_graph(*packages, exclude_type_checking_imports=True)
+
+
+def kept(graph: grimp.ImportGraph) -> dict[str, bool]:
+    results = {}
+    for options in CONFIG["contracts_options"]:
+        options = dict(options)
+        name, kind = options.pop("name"), options.pop("type")
+        contract = CONTRACTS[kind](
+            name=name, session_options=CONFIG["session_options"], contract_options=options
+        )
+        results[kind] = contract.check(graph, verbose=False).kept
+    return results
+
+
+@pytest.mark.parametrize(
+    ("importer", "imported", "broken"),
+    [
+        ("adstudio.db", "conversations.models", "layers"),  # the project package reaching up
+        ("voices.selectors", "workspaces.access", "layers"),  # two apps of one layer
+        ("conversations.tokens", "conversations.loop", "acyclic_siblings"),  # loop -> tokens
+    ],
+)
+def test_one_arrow_more_breaks_a_contract(graph, importer, imported, broken):
+    assert kept(graph) == {"layers": True, "acyclic_siblings": True}
+    graph.add_import(importer=importer, imported=imported)
+    assert kept(graph)[broken] is False
