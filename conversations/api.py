@@ -36,13 +36,14 @@ from conversations.models import STATS_PERMISSION, Conversation, Run, RunStatus
 from conversations.selectors import (
     agent_stats,
     conversation_latest_for,
+    conversation_taking_messages,
     run_drafts,
     run_wait,
     runs_for,
 )
 from conversations.services import (
     IdempotencyKeyReused,
-    chat_message_send,
+    chat_send,
     generation_start,
     run_audited_as_superuser,
     run_cancel,
@@ -330,27 +331,22 @@ class ChatView(_RunStartView):
                 f"message is {len(text)} characters long; the limit is "
                 f"{settings.ADSTUDIO_MAX_MESSAGE_CHARS}."
             )
-        conversation_id = data.validated_data.get("conversationId")
-        conversation = latest
-        if conversation_id and not (latest and latest.pk == conversation_id):
-            # Only the ad's current conversation takes messages.
-            conversation = get_object_or_404(
-                Conversation.objects.filter(ad=ad, superseded_at=None), pk=conversation_id
-            )
-
-        def start(key: str, fingerprint: str) -> Run:
-            return chat_message_send(
+        conversation = conversation_taking_messages(
+            ad=ad, latest=latest, conversation_id=data.validated_data.get("conversationId")
+        )
+        key, fingerprint = _idempotency(request)
+        try:
+            run, _created = chat_send(
                 ad=ad,
                 conversation=conversation,
                 text=text,
                 user=request.user,
                 idempotency_key=key,
                 idempotency_fingerprint=fingerprint,
+                as_superuser=as_superuser,
             )
-
-        run = _run_once_per_key(request, start)
-        if as_superuser:
-            run_audited_as_superuser(user=request.user, run=run)
+        except IdempotencyKeyReused as exc:
+            raise IdempotencyKeyConflict(str(exc)) from None
         return self.reply(request, run)
 
 

@@ -11,6 +11,7 @@ from typing import Any
 
 from django.db import connection
 from django.db.models import Avg, Count, F, Min, Q, QuerySet, Sum
+from django.shortcuts import get_object_or_404
 
 from adstudio.db import column, columns, from_row, quote_name, release_connection, uuid_param
 from conversations.models import Conversation, Message, ModelCall, Role, Run, RunEvent, RunStatus
@@ -115,6 +116,19 @@ def events_after_released(run_id: uuid.UUID, after: int) -> list[RunEvent]:
         return _events_after(run_id, after)
     finally:
         release_connection()
+
+
+def conversation_taking_messages(
+    *, ad, latest: Conversation | None, conversation_id: uuid.UUID | None
+) -> Conversation | None:
+    """Where a message about ``ad`` goes: the conversation it names, which must be the
+    ad's current one (only that one takes messages; ``Http404`` for any other), or else
+    the ad's latest (``latest``, None when it has none yet)."""
+    if not conversation_id or (latest and latest.pk == conversation_id):
+        return latest
+    return get_object_or_404(
+        Conversation.objects.filter(ad=ad, superseded_at=None), pk=conversation_id
+    )
 
 
 def conversation_latest(

@@ -150,18 +150,55 @@ def chat_message_send(
     )
 
 
+def chat_send(
+    *,
+    ad: Ad,
+    conversation: Conversation | None,
+    text: str,
+    user,
+    idempotency_key: str = "",
+    idempotency_fingerprint: str = "",
+    client_message_id: str = "",
+    as_superuser: bool = False,
+) -> tuple[Run, bool]:
+    """A user's chat message as both chat endpoints send it (``/chat`` and ``/ui-chat``):
+    stored with its run once per idempotency key (``run_once_per_key``: the key sent
+    again with another request raises ``IdempotencyKeyReused``), and on the record when
+    only being a superuser allowed it. Returns ``(run, created)``."""
+    run, created = run_once_per_key(
+        requested_by=user,
+        idempotency_key=idempotency_key,
+        fingerprint=idempotency_fingerprint,
+        start=lambda: chat_message_send(
+            ad=ad,
+            conversation=conversation,
+            text=text,
+            user=user,
+            idempotency_key=idempotency_key,
+            idempotency_fingerprint=idempotency_fingerprint,
+            client_message_id=client_message_id,
+        ),
+    )
+    if as_superuser and created:
+        run_audited_as_superuser(user=user, run=run)
+    return run, created
+
+
 class NothingToRegenerate(StateConflict):
     """The reply to regenerate is not the conversation's last finished one."""
 
     code = "nothing_to_regenerate"
 
 
-def chat_regenerate(*, conversation: Conversation, user, message_id: str = "") -> Run:
+def chat_regenerate(
+    *, conversation: Conversation, user, message_id: str = "", as_superuser: bool = False
+) -> Run:
     """Answer the conversation's last user message again (useChat's ``regenerate``): a
     run with the same message that replaces the last run's reply. The replaced reply is
     kept, out of the history (``Run.replaces``). ``message_id`` names the reply (its
     UIMessage id); without it, the last one. Only a finished reply can be replaced
-    (``NothingToRegenerate``), and only once (``Run.replaces`` is unique)."""
+    (``NothingToRegenerate``), and only once (``Run.replaces`` is unique). On the
+    record when only being a superuser allowed it."""
     ad_writable(conversation.ad)
     try:
         with transaction.atomic():
@@ -175,7 +212,7 @@ def chat_regenerate(*, conversation: Conversation, user, message_id: str = "") -
                 raise NothingToRegenerate("Only the conversation's last reply can be regenerated.")
             if last.status not in RunStatus.finished():
                 raise NothingToRegenerate("The last reply is still being written: stop it first.")
-            return _run_create(
+            run = _run_create(
                 conversation=conversation,
                 text=last.input_text,
                 brief=last.brief,
@@ -189,6 +226,9 @@ def chat_regenerate(*, conversation: Conversation, user, message_id: str = "") -
         if not Run.objects.filter(replaces_id=last.pk).exists():
             raise
         raise NothingToRegenerate("This reply is being written again already.") from None
+    if as_superuser:
+        run_audited_as_superuser(user=user, run=run)
+    return run
 
 
 def send_message(

@@ -54,10 +54,8 @@ from conversations.selectors import (
 from conversations.services import (
     IdempotencyKeyReused,
     NothingToRegenerate,
-    chat_message_send,
     chat_regenerate,
-    run_audited_as_superuser,
-    run_once_per_key,
+    chat_send,
 )
 from conversations.ui_stream import DONE, FINISH_FIELDS, HEADERS, UIMessageStream, sse
 from drafts.selectors import ads_for
@@ -181,47 +179,40 @@ class UIChatView(APIView):
         slot = take_stream_slot(request.user)  # before the run: refused, nothing is started
         try:
             if values["trigger"] == "regenerate-message":
-                run, created = _regenerate(request, conversation, values.get("messageId")), True
+                run = _regenerate(request, conversation, values.get("messageId"), as_superuser)
             else:
-                run, created = _send(request, ad, conversation, last, text)
+                run = _send(request, ad, conversation, last, text, as_superuser)
         except BaseException:
             slot.give_back()
             raise
-        if as_superuser and created:
-            run_audited_as_superuser(user=request.user, run=run)
         return ui_message_stream(
             run, after=0, slot=slot, asynchronous=isinstance(request._request, ASGIRequest)
         )
 
 
-def _send(request: Request, ad, conversation: Conversation | None, last: dict, text: str):
+def _send(request: Request, ad, conversation, last: dict, text: str, as_superuser: bool) -> Run:
     """The last user message stored and its run queued, once per message id (a retry
-    streams the same run); ``(run, created)``."""
+    streams the same run)."""
     message_id = last.get("id") if isinstance(last.get("id"), str) else ""
-    key = f"ui-chat:{message_id}" if message_id else ""
-    fingerprint = hashlib.sha256(text.encode()).hexdigest()
     try:
-        return run_once_per_key(
-            requested_by=request.user,
-            idempotency_key=key,
-            fingerprint=fingerprint,
-            start=lambda: chat_message_send(
-                ad=ad,
-                conversation=conversation,
-                text=text,
-                user=request.user,
-                idempotency_key=key,
-                idempotency_fingerprint=fingerprint,
-                client_message_id=message_id,
-            ),
+        run, _created = chat_send(
+            ad=ad,
+            conversation=conversation,
+            text=text,
+            user=request.user,
+            idempotency_key=f"ui-chat:{message_id}" if message_id else "",
+            idempotency_fingerprint=hashlib.sha256(text.encode()).hexdigest(),
+            client_message_id=message_id,
+            as_superuser=as_superuser,
         )
     except IdempotencyKeyReused:
         raise ValidationError(
             {"messages": "This message id was sent before with another text."}
         ) from None
+    return run
 
 
-def _regenerate(request: Request, conversation: Conversation | None, message_id) -> Run:
+def _regenerate(request: Request, conversation, message_id, as_superuser: bool) -> Run:
     """A new reply to the last user message, in place of the last one (``messageId``)."""
     if conversation is None:
         raise NothingToRegenerate("This chat has no reply to regenerate.")
@@ -229,6 +220,7 @@ def _regenerate(request: Request, conversation: Conversation | None, message_id)
         conversation=conversation,
         user=request.user,
         message_id=message_id if isinstance(message_id, str) else "",
+        as_superuser=as_superuser,
     )
 
 

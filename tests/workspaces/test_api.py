@@ -9,6 +9,7 @@ from rest_framework.test import APIClient
 from conversations.models import Conversation, Run
 from drafts.models import Activation, Ad, Draft
 from drafts.services import draft_activate, draft_create
+from tests.fakes.server import turn
 from tests.support.versions import music
 from workspaces.models import AuditEntry, Membership, Workspace
 from workspaces.roles import Role
@@ -184,4 +185,23 @@ def test_the_database_keeps_a_workspace_admin_however_the_change_is_made(user, o
     Membership.objects.filter(workspace=team, user=user).delete()  # another admin stays
     assert list(Membership.objects.filter(workspace=team).values_list("role", flat=True)) == [
         "admin"
+    ]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_superusers_chat_is_on_the_record_once_however_often_it_is_retried(
+    staff_user, make_ad, fake_providers
+):
+    ad = make_ad()
+    root = api_for(staff_user)  # a superuser, and no member of the ad's workspace
+    fake_providers.script(turn("Noted."))
+    url = f"/api/ads/{ad.pk}/chat"
+
+    for _ in range(3):  # the same message, retried with its key
+        sent = root.post(url, {"message": "Shorter"}, format="json", HTTP_IDEMPOTENCY_KEY="k-1")
+        assert sent.status_code in (200, 202), sent.json()
+
+    audit = AuditEntry.objects.filter(action="chat")
+    assert [(a.user, a.as_superuser, a.workspace_id) for a in audit] == [
+        (staff_user, True, ad.workspace_id)
     ]
