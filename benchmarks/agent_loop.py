@@ -364,8 +364,8 @@ def worker_mode(args) -> dict:
     from conversations.models import Run
     from conversations.services import start_generation
     from drafts.services import ad_create
-    from tests.fakes.server import TEST_API_KEY, FakeOpenAIServer, Turn, call
-    from tests.support.worker import WorkerProcess
+    from testbed.fake_openai import TEST_API_KEY, FakeOpenAIServer, Turn, call
+    from testbed.worker import WorkerProcess
 
     broker = os.environ.get("CELERY_BROKER_URL")
     if not broker or settings.CELERY_TASK_ALWAYS_EAGER:

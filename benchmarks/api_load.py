@@ -54,7 +54,7 @@ from benchmarks._bench_db import (
     web_command,
     write_results,
 )
-from tests.support.worker import worker_command
+from testbed.worker import worker_command
 
 BROKER = os.environ.get("ADSTUDIO_BENCH_BROKER_URL", "redis://127.0.0.1:6379/14")
 # The throttle's counts, shared by the web processes.

@@ -121,7 +121,7 @@ def main() -> None:
     from conversations.models import Run, RunStatus
     from conversations.services import run_cancel, start_generation
     from drafts.services import ad_create
-    from tests.support.worker import worker_command
+    from testbed.worker import worker_command
 
     empty_work_queue(args.broker_url)
     server = ThreadingHTTPServer(("127.0.0.1", 0), SlowReply)

@@ -52,8 +52,8 @@ from benchmarks._bench_db import (
     web_command,
     write_results,
 )
-from tests.fakes.server import TEST_API_KEY, FakeOpenAIServer, Turn, call, error_turn
-from tests.support.worker import worker_command
+from testbed.fake_openai import TEST_API_KEY, FakeOpenAIServer, Turn, call, error_turn
+from testbed.worker import worker_command
 
 DATABASE = "adstudio_bench_soak"
 REDIS = "redis://127.0.0.1:6379/11"

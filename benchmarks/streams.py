@@ -285,8 +285,8 @@ def main() -> None:
     from benchmarks.soak import Director, SoakProvider
     from conversations.services import start_generation
     from drafts.services import ad_create
-    from tests.fakes.server import TEST_API_KEY
-    from tests.support.worker import worker_command
+    from testbed.fake_openai import TEST_API_KEY
+    from testbed.worker import worker_command
     from voices.models import Voice
 
     if not Voice.objects.filter(approved=True, active=True).exists():

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from rest_framework.authtoken.models import Token
 
 from drafts.services import draft_create
-from tests.fakes.server import Turn
+from testbed.fake_openai import Turn
 from tests.support.versions import version_of
 
 pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]

@@ -1,5 +1,6 @@
 """The import graph's contracts (pyproject's ``[tool.importlinter]``): the apps in layers
-with the project package below them all, and no import cycle. import-linter checks the
+with the project package below them all, no import cycle, and nothing of the tests, the
+test bed or the benchmarks imported by the product. import-linter checks the
 real graph; the same contracts must refuse a graph given one arrow more."""
 
 from __future__ import annotations
@@ -11,18 +12,23 @@ import pytest
 from importlinter import api  # configures import-linter for use from Python
 from importlinter.application.use_cases import lint_imports
 from importlinter.contracts.acyclic_siblings import AcyclicSiblingsContract
+from importlinter.contracts.forbidden import ForbiddenContract
 from importlinter.contracts.layers import LayersContract
 
 ROOT = Path(__file__).resolve().parent.parent
 CONFIG = api.read_configuration(str(ROOT / "pyproject.toml"))
-CONTRACTS = {"layers": LayersContract, "acyclic_siblings": AcyclicSiblingsContract}
+CONTRACTS = {
+    "layers": LayersContract,
+    "acyclic_siblings": AcyclicSiblingsContract,
+    "forbidden": ForbiddenContract,
+}
 
 
 def test_the_code_keeps_its_import_contracts(capsys):
     """``lint-imports``, run from Python."""
     passed = lint_imports(config_filename=str(ROOT / "pyproject.toml"), cache_dir=None)
     assert passed, capsys.readouterr().out[-4000:]
-    assert "Contracts: 2 kept, 0 broken." in capsys.readouterr().out
+    assert "Contracts: 3 kept, 0 broken." in capsys.readouterr().out
 
 
 @pytest.fixture
@@ -49,9 +55,10 @@ def kept(graph: grimp.ImportGraph) -> dict[str, bool]:
         ("adstudio.db", "conversations.models", "layers"),  # the project package reaching up
         ("voices.selectors", "workspaces.access", "layers"),  # two apps of one layer
         ("conversations.tokens", "conversations.loop", "acyclic_siblings"),  # loop -> tokens
+        ("conversations.loop", "testbed.fake_openai", "forbidden"),  # the product on its fakes
     ],
 )
 def test_one_arrow_more_breaks_a_contract(graph, importer, imported, broken):
-    assert kept(graph) == {"layers": True, "acyclic_siblings": True}
+    assert kept(graph) == {"layers": True, "acyclic_siblings": True, "forbidden": True}
     graph.add_import(importer=importer, imported=imported)
     assert kept(graph)[broken] is False

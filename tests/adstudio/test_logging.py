@@ -16,9 +16,10 @@ from rest_framework.test import APIClient
 from adstudio.log_context import LogContextFilter, bind, log_scope
 from conversations.leases import run_enqueue
 from conversations.models import Conversation, Run
-from tests.fakes.server import TEST_API_KEY, call, turn
+from testbed.fake_openai import TEST_API_KEY, call, turn
+from testbed.worker import WorkerProcess
 from tests.support.settings_module import start_up_error
-from tests.support.worker import WorkerProcess, database_url, run_finished
+from tests.support.worker import database_url, run_finished
 
 
 @pytest.fixture

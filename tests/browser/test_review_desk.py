@@ -14,8 +14,8 @@ from conversations.services import send_message, start_generation
 from drafts.models import Activation, Draft
 from drafts.reviewers import REVIEWERS
 from drafts.services import draft_activate, draft_create
+from testbed.fake_openai import call, turn
 from tests.conversations.story import first_turn, run_of
-from tests.fakes.server import call, turn
 from tests.support.browser import log_in, loopback_visit, make_staff
 from tests.support.versions import music
 from workspaces.models import Membership

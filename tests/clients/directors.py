@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable
 
-from tests.fakes.server import Turn, call, error_turn
+from testbed.fake_openai import Turn, call, error_turn
 
 
 def director(body: dict) -> Turn:

@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from conversations.models import Run
-from tests.fakes.server import call
+from testbed.fake_openai import call
 
 
 def first_turn(voices: Sequence[Any], make_turn: Callable[..., Any], language: str = "en"):

@@ -11,8 +11,8 @@ from conversations.models import Message
 from conversations.services import start_generation
 from drafts.models import Draft
 from drafts.payloads import VERSION_SHAPES
+from testbed.fake_openai import call, turn
 from tests.conversations.story import run_of
-from tests.fakes.server import call, turn
 
 pytestmark = pytest.mark.django_db(transaction=True)  # runs start when their row commits
 

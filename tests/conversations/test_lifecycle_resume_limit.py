@@ -16,7 +16,7 @@ from django.utils import timezone
 from conversations.leases import run_claim
 from conversations.models import Conversation, Run, RunEvent
 from conversations.services import run_requeue
-from tests.fakes.server import turn
+from testbed.fake_openai import turn
 from tests.support.settings_module import start_up_error
 
 pytestmark = pytest.mark.django_db(transaction=True)

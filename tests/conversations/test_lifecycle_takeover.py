@@ -21,7 +21,7 @@ from conversations.leases import run_claim
 from conversations.loop import run_agent
 from conversations.models import Conversation, Message, ModelCall, Run, RunEvent
 from drafts.models import Draft
-from tests.fakes.server import call, turn
+from testbed.fake_openai import call, turn
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -21,8 +21,8 @@ from conversations.models import Conversation, Message, ModelCall, Run, RunEvent
 from conversations.services import send_message, start_generation
 from drafts.models import Draft
 from drafts.payloads import payload_of
+from testbed.fake_openai import call, error_turn, turn
 from tests.conversations.story import first_turn, run_of
-from tests.fakes.server import call, error_turn, turn
 from tests.support.versions import music
 from tests.support.worker import wait_for
 

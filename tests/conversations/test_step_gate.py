@@ -12,7 +12,7 @@ from django.db import connection
 from conversations.loop import run_agent
 from conversations.models import Conversation, Run, RunEvent, RunEventType, RunStatus
 from conversations.step_gate import StepGate, step_gate
-from tests.fakes.server import turn
+from testbed.fake_openai import turn
 
 
 def _wait_until(predicate, timeout: float = 5.0) -> None:

@@ -10,7 +10,7 @@ import pytest
 from conversations.models import Message, ModelCall, Run, RunEvent
 from conversations.services import run_cancel, start_generation
 from drafts.models import Draft
-from tests.fakes.server import call, turn
+from testbed.fake_openai import call, turn
 from tests.support.worker import run_finished
 
 pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]

@@ -14,7 +14,7 @@ from conversations.providers.profiles import PROFILES
 from conversations.providers.schemas import wire_tools
 from conversations.tokens import count_tokens
 from conversations.tools import TOOLS, tool_specs
-from tests.fakes.server import turn
+from testbed.fake_openai import turn
 
 # The five schemas, as the SDK serialises them, on every request: issue 20's bar is 700.
 LEAN_BUDGET = 700
@@ -170,8 +170,8 @@ def test_every_result_a_tool_answers_is_exactly_its_output_model(
     from conversations.services import send_message, start_generation
     from drafts.models import Draft
     from drafts.services import draft_activate
+    from testbed.fake_openai import call
     from tests.conversations.story import first_turn, run_of
-    from tests.fakes.server import call
 
     fake_providers.script(*first_turn(voices, turn))
     first = run_of(start_generation(ad=en_ad))

@@ -25,7 +25,7 @@ from conversations.services import (
 )
 from conversations.ui_types import ModelMessagePage, UIMessagePage
 from drafts.models import Draft
-from tests.fakes.server import call, turn
+from testbed.fake_openai import call, turn
 
 pytestmark = pytest.mark.django_db(transaction=True)  # runs start when their row commits
 

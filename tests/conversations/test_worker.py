@@ -9,7 +9,7 @@ from django.db.models import Count
 from conversations.models import Conversation, Message, ModelCall, RunEvent
 from conversations.services import send_message, start_generation
 from drafts.models import Draft
-from tests.fakes.server import call, turn
+from testbed.fake_openai import call, turn
 from tests.support.fixtures import STALE_AFTER
 from tests.support.worker import heartbeat_stale, run_finished, wait_for
 

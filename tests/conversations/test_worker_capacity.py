@@ -10,7 +10,8 @@ from celery.concurrency.prefork import TaskPool as PreforkPool
 from celery.concurrency.thread import TaskPool as ThreadPool
 
 from conversations.worker_capacity import connections_needed, shortfall, worker_threads
-from tests.support.worker import REDIS_URL, ROOT, database_url, worker_command
+from testbed.worker import worker_command
+from tests.support.worker import REDIS_URL, ROOT, database_url
 
 
 def test_connections_needed_follow_the_step_gate_not_the_threads():

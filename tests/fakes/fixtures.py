@@ -13,8 +13,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.fakes.anthropic_server import FakeAnthropicServer
-from tests.fakes.server import FakeOpenAIServer
+from testbed.fake_anthropic import FakeAnthropicServer
+from testbed.fake_openai import FakeOpenAIServer
 
 
 @pytest.fixture

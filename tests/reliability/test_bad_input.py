@@ -22,7 +22,7 @@ from rest_framework.test import APIClient
 from conversations.models import Conversation, Message, ModelCall, Run, RunEvent
 from drafts.models import Ad, Draft
 from drafts.services import draft_create
-from tests.fakes.server import call, turn
+from testbed.fake_openai import call, turn
 from tests.support.versions import music
 
 pytestmark = pytest.mark.django_db

@@ -15,7 +15,7 @@ from rest_framework.test import APIClient
 
 from conversations.models import Conversation, Message, Run
 from drafts.models import Draft
-from tests.fakes.server import Turn, call
+from testbed.fake_openai import Turn, call
 from tests.support.worker import run_finished
 
 pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]

@@ -23,11 +23,12 @@ import httpx
 import psycopg
 import pytest
 
-from tests.fakes.server import TEST_API_KEY, Turn, call
+from testbed.fake_openai import TEST_API_KEY, Turn, call
+from testbed.worker import WorkerProcess
 from tests.support.fixtures import PRIVATE_DATABASE
 from tests.support.postgres import PostgresServer, user_token
 from tests.support.web import WebServer
-from tests.support.worker import ROOT, RedisServer, WorkerProcess
+from tests.support.worker import ROOT, RedisServer
 
 pytestmark = [pytest.mark.slow, pytest.mark.worker]
 

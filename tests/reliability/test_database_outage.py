@@ -12,10 +12,11 @@ import httpx
 import pytest
 from celery import Celery
 
+from testbed.worker import WorkerProcess
 from tests.support.fixtures import PRIVATE_DATABASE
 from tests.support.postgres import user_token
 from tests.support.web import WebServer
-from tests.support.worker import RedisServer, WorkerProcess
+from tests.support.worker import RedisServer
 
 # Long enough for psycopg_pool's own backoff (1, 2, 4, 8 s ...) to leave a 16 s gap
 # between attempts: its next one came 11 s after the database was back.

@@ -29,7 +29,7 @@ from conversations.models import Conversation, Message, ModelCall, Run, RunEvent
 from conversations.services import conversation_of, send_message, start_generation
 from conversations.tasks import recover_runs
 from drafts.models import Draft
-from tests.fakes.server import Turn, call, turn
+from testbed.fake_openai import Turn, call, turn
 from tests.support.fixtures import STALE_AFTER, WORKER_APP
 from tests.support.worker import database_url, heartbeat_stale, run_finished, wait_for
 

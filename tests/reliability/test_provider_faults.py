@@ -15,7 +15,7 @@ from django.db.models import Count
 from conversations.models import Message, ModelCall, Run
 from conversations.services import start_generation
 from drafts.models import Draft
-from tests.fakes.server import call, error_turn, raw_turn, turn
+from testbed.fake_openai import call, error_turn, raw_turn, turn
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -9,7 +9,7 @@ import pytest
 from conversations.leases import runs_recover
 from conversations.models import Message, ModelCall, Run, RunEvent
 from conversations.services import send_message, start_generation
-from tests.fakes.server import turn
+from testbed.fake_openai import turn
 from tests.support.fixtures import STALE_AFTER
 from tests.support.worker import heartbeat_stale, run_finished, wait_for
 

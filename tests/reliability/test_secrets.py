@@ -14,7 +14,7 @@ from rest_framework.test import APIClient
 from adstudio.log_context import LogContextFilter
 from conversations.models import Run
 from conversations.services import start_generation
-from tests.fakes.server import error_turn, turn
+from testbed.fake_openai import error_turn, turn
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -99,7 +99,7 @@ def test_the_key_is_in_no_span(tracing_on, fake_openai, settings, make_ad, monke
     """Traced, with every request header asked for as an operator might ask: the key's
     header (Authorization, or Anthropic's x-api-key) is redacted, and no span carries the
     key, not even the error of a provider that echoes it."""
-    from tests.fakes.anthropic_server import FakeAnthropicServer, claude_turn
+    from testbed.fake_anthropic import FakeAnthropicServer, claude_turn
 
     monkeypatch.setenv("OTEL_INSTRUMENTATION_HTTP_CAPTURE_HEADERS_CLIENT_REQUEST", ".*")
     anthropic = FakeAnthropicServer(api_key=SENTINEL).start()

@@ -29,14 +29,14 @@ import psycopg
 import pytest
 
 from adstudio.celery import app as celery_app
-from tests.fakes.server import TEST_API_KEY, FakeOpenAIServer
+from testbed.fake_openai import TEST_API_KEY, FakeOpenAIServer
+from testbed.worker import WorkerProcess
 from tests.support.postgres import PostgresServer
 from tests.support.web import WebServer
 from tests.support.worker import (
     REDIS_URL,
     ROOT,
     RedisServer,
-    WorkerProcess,
     database_url,
     flush_broker,
     wait_for,

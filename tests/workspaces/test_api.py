@@ -9,7 +9,7 @@ from rest_framework.test import APIClient
 from conversations.models import Conversation, Run
 from drafts.models import Activation, Ad, Draft
 from drafts.services import draft_activate, draft_create
-from tests.fakes.server import turn
+from testbed.fake_openai import turn
 from tests.support.versions import music
 from workspaces.models import AuditEntry, Membership, Workspace
 from workspaces.roles import Role

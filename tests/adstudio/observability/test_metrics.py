@@ -19,7 +19,7 @@ from conversations.loop import run_agent
 from conversations.models import Conversation, Run
 from conversations.pricing import usage_cost
 from conversations.providers import Usage
-from tests.fakes.server import call, turn
+from testbed.fake_openai import call, turn
 from tests.support.worker import run_finished
 
 pytestmark = pytest.mark.django_db(transaction=True)

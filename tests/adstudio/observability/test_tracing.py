@@ -21,7 +21,7 @@ from rest_framework.test import APIClient
 from adstudio.observability import current_trace_id, hooks, switch, tracing
 from conversations.models import Run
 from conversations.services import start_generation
-from tests.fakes.server import TEST_API_KEY, call, turn
+from testbed.fake_openai import TEST_API_KEY, call, turn
 from tests.support.fixtures import STALE_AFTER
 from tests.support.otlp import SpanRecord
 from tests.support.worker import ROOT, heartbeat_stale, run_finished, wait_for

@@ -23,13 +23,13 @@ from conversations.providers import (
 )
 from conversations.providers.anthropic_format import TRUNCATED_CALL
 from conversations.providers.anthropic_messages import AnthropicProvider
-from tests.fakes.anthropic_server import (
+from testbed.fake_anthropic import (
     ANTHROPIC_TEST_MODEL,
     claude_error,
     claude_turn,
     messages_protocol_problems,
 )
-from tests.fakes.server import call
+from testbed.fake_openai import call
 
 TOOLS = (
     ToolSpec("search_voices", "Search voices.", {"type": "object", "properties": {}}),

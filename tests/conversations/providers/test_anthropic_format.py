@@ -30,7 +30,7 @@ from conversations.providers.base import (
     UserMessage,
 )
 from conversations.providers.profiles import ANTHROPIC
-from tests.fakes.anthropic_server import messages_protocol_problems
+from testbed.fake_anthropic import messages_protocol_problems
 
 TOOLS = (
     ToolSpec("search_voices", "Search voices.", {"type": "object", "properties": {}}),

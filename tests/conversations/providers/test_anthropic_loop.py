@@ -14,14 +14,14 @@ from rest_framework.test import APIClient
 from conversations.models import Message, ModelCall, Run
 from conversations.services import send_message, start_generation
 from drafts.models import Draft
-from tests.conversations.story import first_turn, run_of
-from tests.fakes.anthropic_server import (
+from testbed.fake_anthropic import (
     ANTHROPIC_TEST_MODEL,
     FakeAnthropicServer,
     claude_error,
     claude_turn,
 )
-from tests.fakes.server import FakeOpenAIServer, call, error_turn, turn
+from testbed.fake_openai import FakeOpenAIServer, call, error_turn, turn
+from tests.conversations.story import first_turn, run_of
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -9,7 +9,7 @@ import urllib.request
 
 import pytest
 
-from tests.fakes import FakeOpenAIServer, call, protocol_problems, turn
+from testbed.fake_openai import FakeOpenAIServer, call, protocol_problems, turn
 
 
 def assistant_calling(*ids: str) -> dict:

@@ -12,7 +12,7 @@ from conversations.providers.base import (
     UserMessage,
 )
 from conversations.providers.profiles import KIMI
-from tests.fakes import call, turn
+from testbed.fake_openai import call, turn
 
 TOOLS = (
     ToolSpec("search_voices", "Search voices.", {"type": "object", "properties": {}}),

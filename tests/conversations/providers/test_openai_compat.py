@@ -22,7 +22,7 @@ from conversations.providers.base import (
     UserMessage,
 )
 from conversations.providers.openai_compat import sse_data
-from tests.fakes import TEST_API_KEY, call, error_turn, raw_turn, turn
+from testbed.fake_openai import TEST_API_KEY, call, error_turn, raw_turn, turn
 
 TOOLS = (
     ToolSpec("search_voices", "Search voices.", {"type": "object", "properties": {}}),

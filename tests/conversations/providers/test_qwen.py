@@ -17,7 +17,7 @@ from conversations.providers.base import (
     UserMessage,
 )
 from conversations.providers.profiles import QWEN
-from tests.fakes import call, error_turn, turn
+from testbed.fake_openai import call, error_turn, turn
 
 
 class Track(BaseModel):

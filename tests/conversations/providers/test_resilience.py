@@ -23,7 +23,7 @@ from conversations.providers import (
 )
 from conversations.providers.demo import DemoProvider
 from conversations.providers.retry import RetryPolicy
-from tests.fakes import call, error_turn, turn
+from testbed.fake_openai import call, error_turn, turn
 
 REQUEST = GenerateRequest(
     model="",

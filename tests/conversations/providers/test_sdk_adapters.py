@@ -21,8 +21,8 @@ from conversations.providers.base import (
     TransientError,
     UserMessage,
 )
-from tests.fakes.anthropic_server import ANTHROPIC_TEST_MODEL, claude_error, claude_turn
-from tests.fakes.server import error_turn, turn
+from testbed.fake_anthropic import ANTHROPIC_TEST_MODEL, claude_error, claude_turn
+from testbed.fake_openai import error_turn, turn
 
 # Not shaped like an "sk-" key, so only the adapter's own scrubbing can hide it.
 KEY = "fake-key-5d1c9a7e3b42"

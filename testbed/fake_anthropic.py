@@ -3,7 +3,7 @@
 It serves scripted turns over real HTTP, as typed SSE events (``event: <type>``) or one JSON
 message, records every request and checks each against the Messages protocol Anthropic
 enforces. Problems are collected and reported by ``verify()`` (the fixture calls it at
-teardown), like ``tests/fakes/server.py``.
+teardown), like ``testbed/fake_openai.py``.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from tests.fakes.server import TEST_API_KEY, FakeCall
+from testbed.fake_openai import TEST_API_KEY, FakeCall
 
 ANTHROPIC_TEST_MODEL = "claude-sonnet-4-6"  # priced in settings, so runs get a cost
 _TOOL_ID = re.compile(r"^[a-zA-Z0-9_-]+$")
