@@ -6,7 +6,7 @@ class ConversationsConfig(AppConfig):
     verbose_name = "Conversations and runs"
 
     def ready(self) -> None:
-        """The run's tasks registered with the Celery app (``leases.run_enqueue`` sends
+        """The run's tasks registered with the Celery app (``runs.enqueue.run_enqueue`` sends
         them by name), and what the project package's observability reads of this app
         given to it: the price table runs are billed with, and the queue of runs."""
         from adstudio.observability import hooks, metrics

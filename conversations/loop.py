@@ -25,14 +25,6 @@ from adstudio.tools import ToolContext
 from conversations import providers, run_log
 from conversations.heartbeat import Heartbeat
 from conversations.history import pair_calls_and_results
-from conversations.leases import (
-    Claim,
-    history_whole,
-    run_claim,
-    run_claim_again,
-    run_finish,
-    run_held,
-)
 from conversations.message_rows import (
     HistoryRow,
     draft_call_key,
@@ -58,6 +50,8 @@ from conversations.providers import (
 from conversations.providers.base import Interrupted
 from conversations.providers.interrupt import interruptible
 from conversations.run_log import ClaimLost, RunLog, StepCancelled, TextEvents
+from conversations.runs.claim import Claim, run_claim, run_claim_again
+from conversations.runs.finish import history_whole, run_finish, run_held
 from conversations.step_gate import provider_wait, step_gate
 from conversations.summary import summarise_if_needed
 from conversations.tokens import message_tokens
@@ -303,7 +297,7 @@ def _load_state(claim: Claim, heartbeat: Heartbeat) -> RunState:
 
 
 def _claimed_user_message(run: Run, *, message_id: int, seq: int) -> HistoryRow:
-    """The run's user message as its claim wrote it (``leases._claim_queued_sql``)."""
+    """The run's user message as its claim wrote it (``runs.claim._claim_queued_sql``)."""
     return HistoryRow(
         seq=seq,
         role=Role.USER,

@@ -1,6 +1,6 @@
 """Writes of the conversations app that the API, the admin and the terminal chat make:
 starting a generation, sending a message (once per idempotency key), cancelling and
-requeueing runs. The worker's side of a run is in ``conversations.leases``.
+requeueing runs. The worker's side of a run is in ``conversations.runs``.
 
 A run is saved (with the user's text) before its task is enqueued, and enqueued only when
 that transaction commits: the user's message is never lost, and a task never looks for a
@@ -21,11 +21,13 @@ from adstudio.log_context import bind
 from adstudio.refusals import StateConflict
 from conversations import providers
 from conversations.heartbeat import notify_cancel
-from conversations.leases import finish_locked, heartbeat_fresh, run_enqueue
 from conversations.locks import run_lock
 from conversations.message_rows import assistant_ui_message_id
 from conversations.models import Conversation, Run, RunStatus, StopCause
 from conversations.prompts import brief_fields, brief_message
+from conversations.runs.claim import heartbeat_fresh
+from conversations.runs.enqueue import run_enqueue
+from conversations.runs.finish import finish_locked
 from drafts.models import Ad
 from drafts.services import ad_create, ad_update, ad_writable
 from workspaces.models import Workspace

@@ -14,8 +14,8 @@ from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from adstudio.log_context import LogContextFilter, bind, log_scope
-from conversations.leases import run_enqueue
 from conversations.models import Conversation, Run
+from conversations.runs.enqueue import run_enqueue
 from testbed.fake_openai import TEST_API_KEY, call, turn
 from testbed.worker import WorkerProcess
 from tests.support.settings_module import start_up_error

@@ -387,8 +387,8 @@ def test_a_page_that_says_finished_has_the_run_finished_event(api, ad, monkeypat
     # given a run (left queued: nothing commits here) that the worker finishes after the
     # view has read the run, before it reads the run's events
     from conversations import events_api as views
-    from conversations.leases import run_finish
     from conversations.models import RunStatus, StopCause
+    from conversations.runs.finish import run_finish
 
     run_id = api.post("/api/ai/generate", {"adId": str(ad.pk)}).json()["runId"]
     read_page = views.run_events_page

@@ -18,8 +18,10 @@ from django.conf import settings
 from django.utils import timezone
 
 from adstudio.celery import app as celery_app
-from conversations.leases import ENQUEUE_FAILED, run_finish, runs_recover
 from conversations.models import Conversation, Run
+from conversations.runs.enqueue import ENQUEUE_FAILED
+from conversations.runs.finish import run_finish
+from conversations.runs.recover import runs_recover
 from conversations.services import run_requeue, send_message
 from tests.support.worker import REDIS_URL, flush_broker
 

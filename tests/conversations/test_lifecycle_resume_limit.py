@@ -13,8 +13,8 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from conversations.leases import run_claim
 from conversations.models import Conversation, Run, RunEvent
+from conversations.runs.claim import run_claim
 from conversations.services import run_requeue
 from testbed.fake_openai import turn
 from tests.support.settings_module import start_up_error

@@ -17,9 +17,9 @@ from django.utils import timezone
 
 import conversations.loop
 from conversations import providers
-from conversations.leases import run_claim
 from conversations.loop import run_agent
 from conversations.models import Conversation, Message, ModelCall, Run, RunEvent
+from conversations.runs.claim import run_claim
 from drafts.models import Draft
 from testbed.fake_openai import call, turn
 

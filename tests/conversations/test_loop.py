@@ -15,9 +15,10 @@ from django.db.models import F
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from conversations.leases import ENQUEUE_FAILED, run_claim
 from conversations.loop import run_agent
 from conversations.models import Conversation, Message, ModelCall, Run, RunEvent
+from conversations.runs.claim import run_claim
+from conversations.runs.enqueue import ENQUEUE_FAILED
 from conversations.services import send_message, start_generation
 from drafts.models import Draft
 from drafts.payloads import payload_of
@@ -670,8 +671,9 @@ def test_a_conversations_unfinished_runs_are_found_without_the_index_of_all_unfi
     its dead entries pile up, and a bitmap scan reads every one of them. The claim and
     the start of the next run look through the conversation's own index instead."""
     from adstudio.db import uuid_param
-    from conversations.leases import _next_run_sql, run_finish
     from conversations.locks import _lock_sql
+    from conversations.runs.chain import _next_run_sql
+    from conversations.runs.finish import run_finish
 
     conversation = _conversation(en_ad)
     finished = timezone.now()
@@ -695,7 +697,9 @@ def test_a_conversations_unfinished_runs_are_found_without_the_index_of_all_unfi
     assert run_claim(run_id=queued.pk) is None  # it waits for the running one
     enqueued = []
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr("conversations.leases.run_enqueue", lambda run_id: enqueued.append(run_id))
+        patch.setattr(
+            "conversations.runs.chain.run_enqueue", lambda run_id: enqueued.append(run_id)
+        )
         run_finish(run_id=running.pk, status="succeeded", cause="final_answer")
     assert enqueued == [queued.pk]
 

@@ -24,8 +24,9 @@ from django.db import connection
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
-from conversations.leases import ENQUEUE_FAILED, runs_recover
 from conversations.models import Conversation, Message, ModelCall, Run, RunEvent
+from conversations.runs.enqueue import ENQUEUE_FAILED
+from conversations.runs.recover import runs_recover
 from conversations.services import conversation_of, send_message, start_generation
 from conversations.tasks import recover_runs
 from drafts.models import Draft

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from conversations.leases import runs_recover
 from conversations.models import Message, ModelCall, Run, RunEvent
+from conversations.runs.recover import runs_recover
 from conversations.services import send_message, start_generation
 from testbed.fake_openai import turn
 from tests.support.fixtures import STALE_AFTER
