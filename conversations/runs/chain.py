@@ -9,17 +9,8 @@ from functools import cache
 from django.db import connection, transaction
 from django.utils import timezone
 
-from adstudio.db import (
-    column,
-    columns,
-    prep,
-    quote_name,
-    uuid_param,
-)
-from conversations.models import (
-    Run,
-    RunStatus,
-)
+from adstudio.db import column, columns, prep, quote_name, uuid_param
+from conversations.models import Run, RunStatus
 from conversations.runs.enqueue import run_enqueue
 
 logger = logging.getLogger(__name__)

@@ -10,10 +10,7 @@ from django.conf import settings
 from django.db import transaction
 
 from adstudio.celery import app as celery_app
-from conversations.models import (
-    Run,
-    RunStatus,
-)
+from conversations.models import Run, RunStatus
 
 logger = logging.getLogger(__name__)
 
@@ -29,8 +26,9 @@ def run_enqueue(*, run_id: uuid.UUID) -> None:
     """
 
     def send() -> None:
-        # By name through the Celery app, whose registry has it (tasks.py imports this
-        # module); delay() keeps eager mode, which send_task would not.
+        # By name through the Celery app, whose registry has it (ConversationsConfig.ready
+        # imports the tasks, which import this module); delay() keeps eager mode, which
+        # send_task would not.
         run_agent_task = celery_app.tasks[RUN_AGENT_TASK]
         try:
             run_agent_task.delay(str(run_id))

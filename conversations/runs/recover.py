@@ -12,10 +12,7 @@ from django.db import transaction
 from django.db.models import Case, F, Q, Value, When
 from django.utils import timezone
 
-from conversations.models import (
-    Run,
-    RunStatus,
-)
+from conversations.models import Run, RunStatus
 from conversations.runs.enqueue import ENQUEUE_FAILED, run_enqueue
 
 logger = logging.getLogger(__name__)
