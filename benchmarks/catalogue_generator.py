@@ -16,22 +16,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, TextIO
 
-# The columns of our CSV format (voices.importing.FIELDS; a test keeps them equal).
-CSV_COLUMNS = (
-    "provider",
-    "provider_voice_id",
-    "name",
-    "language",
-    "locale",
-    "accent",
-    "gender",
-    "age",
-    "style",
-    "use_case",
-    "description",
-    "preview_url",
-    "metadata",
-)
+from voices.fields import CATALOGUE_FIELDS
+
+# The columns of our CSV format: the catalogue fields the importer reads.
+CSV_COLUMNS = CATALOGUE_FIELDS
 
 
 @dataclass(frozen=True)

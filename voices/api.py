@@ -22,6 +22,7 @@ from adstudio.db import planned_per_query
 from adstudio.languages import LANGUAGE_SCHEMA, UnknownLanguage
 from adstudio.pagination import PageNumbers
 from adstudio.serializers import QueryParameters
+from voices.fields import CATALOGUE_FIELDS
 from voices.models import Gender, Voice
 from voices.selectors import (
     DEFAULT_COUNT,
@@ -48,20 +49,10 @@ class VoiceSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Voice
+        # The catalogue's fields (but its raw provider record), and the curation's.
         fields = [
             "id",
-            "name",
-            "provider",
-            "provider_voice_id",
-            "language",
-            "locale",
-            "accent",
-            "gender",
-            "age",
-            "style",
-            "use_case",
-            "description",
-            "preview_url",
+            *(name for name in CATALOGUE_FIELDS if name != "metadata"),
             "approved",
             "active",
         ]

@@ -25,6 +25,7 @@ from django.core.validators import URLValidator
 
 from adstudio.languages import UnknownLanguage, normalise_language
 from adstudio.storable import NUL, has_nul, json_leaves
+from voices.fields import CATALOGUE_FIELDS
 from voices.models import Gender, Voice
 
 
@@ -35,21 +36,7 @@ class CatalogueFormat(StrEnum):
 
 
 # The fields of our own JSON and CSV formats, in the order the CSV header is written.
-FIELDS: tuple[str, ...] = (
-    "provider",
-    "provider_voice_id",
-    "name",
-    "language",
-    "locale",
-    "accent",
-    "gender",
-    "age",
-    "style",
-    "use_case",
-    "description",
-    "preview_url",
-    "metadata",
-)
+FIELDS = CATALOGUE_FIELDS
 REQUIRED: tuple[str, ...] = ("provider", "provider_voice_id", "name", "language", "gender")
 
 GENDER_ALIASES: dict[str, Gender] = {
