@@ -1,4 +1,5 @@
 """Translation between the neutral model and Anthropic's Messages API, both ways, in one place.
+(Over 450 lines: one wire format, both directions, kept together.)
 
 Requests: the system prompt as the ``system`` parameter, tool calls as ``tool_use`` blocks
 with ids made valid for Anthropic, a turn's tool results batched into one user message,

@@ -1,4 +1,5 @@
 """The offline ``demo`` provider: a rule-based creative director with no network and no key.
+(Over 450 lines: one director's script, read top to bottom.)
 
 It plans like a real model through the same tools (search voices, then voice, music and sfx
 drafts in one parallel round, then a summary) and reacts to follow-ups about music, voices,
