@@ -27,37 +27,25 @@ class EventRow:
 
     @property
     def seqs(self) -> str:
-        return (
-            str(self.first_seq)
-            if self.first_seq == self.last_seq
-            else (f"{self.first_seq}\u2013{self.last_seq}")
-        )
+        if self.first_seq == self.last_seq:
+            return str(self.first_seq)
+        return f"{self.first_seq}\u2013{self.last_seq}"
 
 
 def run_event_rows(*, run_id: uuid.UUID) -> list[EventRow]:
     """The run's events in order, consecutive streamed text deltas as one row whose data
-    is the whole text (``{"text", "deltas"}``)."""
+    is the whole text (``{"text"}``) and ``deltas`` how many events it was."""
     rows: list[EventRow] = []
     for event in RunEvent.objects.filter(run_id=run_id).order_by("seq"):
         delta = event.data.get("delta") if event.type == RunEventType.TEXT else None
-        last = rows[-1] if rows else None
-        if delta is not None and last is not None and last.deltas:
-            last.last_seq = event.seq
-            last.data["text"] += delta
-            last.deltas += 1
-            last.data["deltas"] = last.deltas
-            continue
-        if delta is not None:
+        if delta is None:
+            rows.append(EventRow(event.seq, event.seq, event.type, event.data, event.created_at))
+        elif rows and rows[-1].deltas:  # the text goes on
+            rows[-1].last_seq = event.seq
+            rows[-1].data["text"] += delta
+            rows[-1].deltas += 1
+        else:
             rows.append(
-                EventRow(
-                    event.seq,
-                    event.seq,
-                    event.type,
-                    {"text": delta, "deltas": 1},
-                    event.created_at,
-                    deltas=1,
-                )
+                EventRow(event.seq, event.seq, event.type, {"text": delta}, event.created_at, 1)
             )
-            continue
-        rows.append(EventRow(event.seq, event.seq, event.type, event.data, event.created_at))
     return rows
