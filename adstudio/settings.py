@@ -26,6 +26,7 @@ from adstudio.env import (
     otlp_endpoint,
     redis_url,
 )
+from providers import configuration as provider_configuration
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = BASE_DIR / "var"
@@ -70,6 +71,7 @@ INSTALLED_APPS = [
     "voices",
     "workspaces",
     "drafts",
+    "providers",
     "conversations",
     "adstudio.observability",  # traces and metrics, when configured (below)
 ]
@@ -392,97 +394,13 @@ CELERY_BEAT_SCHEDULE = {
 # Keys, base URLs and models of the LLM providers (docs/providers.md). An empty base URL
 # or model means the provider profile's default; a provider without a key is skipped by
 # the router, and with no key at all the offline demo director answers.
-
-
-def _provider_entry(key_env: str, base_url_env: str, model_env: str) -> dict[str, str]:
-    base_url = env_str(base_url_env).rstrip("/")
-    if base_url and not base_url.startswith(("http://", "https://")):
-        raise ImproperlyConfigured(
-            f"{base_url_env}={base_url!r} is not a URL: expected https://HOST/PATH "
-            "(e.g. http://127.0.0.1:11434/v1 for Ollama)."
-        )
-    return {"api_key": env_str(key_env), "base_url": base_url, "model": env_str(model_env)}
-
-
-ADSTUDIO_PROVIDERS = {
-    "openai": _provider_entry("OPENAI_API_KEY", "OPENAI_BASE_URL", "ADSTUDIO_OPENAI_MODEL"),
-    "qwen": _provider_entry("DASHSCOPE_API_KEY", "DASHSCOPE_BASE_URL", "ADSTUDIO_QWEN_MODEL"),
-    "kimi": _provider_entry("MOONSHOT_API_KEY", "MOONSHOT_BASE_URL", "ADSTUDIO_KIMI_MODEL"),
-    "anthropic": _provider_entry(
-        "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "ADSTUDIO_ANTHROPIC_MODEL"
-    ),
-}
-# What routes, fallbacks and strict tools may name (the router's PROVIDER_NAMES).
-ADSTUDIO_PROVIDER_NAMES = (*ADSTUDIO_PROVIDERS, "demo")
-
-
-def _provider_name(name: str, source: str) -> str:
-    if name not in ADSTUDIO_PROVIDER_NAMES:
-        raise ImproperlyConfigured(
-            f"{source} names unknown provider {name!r}: use one of "
-            f"{', '.join(ADSTUDIO_PROVIDER_NAMES)}."
-        )
-    return name
-
-
-def _provider_routes(name: str, default: dict[str, str]) -> dict[str, str]:
-    """``th=qwen,zh=kimi,es:MX=openai,default=openai``: language[:MARKET]=provider.
-
-    A language may be spelled any way the catalogue accepts (``Thai``, ``th-TH``): it is
-    stored as the code ads carry, or no ad would ever match it."""
-    from adstudio.languages import UnknownLanguage, normalise_language
-
-    items = env_list(name, [])
-    if not items:
-        return default
-    routes: dict[str, str] = {}
-    for item in items:
-        key, sep, provider = item.partition("=")
-        language, _, market = key.strip().partition(":")
-        if not sep or not language.strip() or not provider.strip():
-            raise ImproperlyConfigured(
-                f"{name}: {item!r} is not language[:MARKET]=provider "
-                "(e.g. th=qwen,zh=kimi,default=openai)."
-            )
-        language = language.strip().lower()
-        if language != "default":
-            try:
-                language = normalise_language(language).code
-            except UnknownLanguage as exc:
-                raise ImproperlyConfigured(f"{name}: {item!r}: {exc}") from None
-        route_key = f"{language}:{market.strip().upper()}" if market.strip() else language
-        routes[route_key] = _provider_name(provider.strip().lower(), name)
-    routes.setdefault("default", "openai")
-    return routes
-
-
-def _strict_tools(name: str) -> frozenset[str]:
-    """Chat-completions providers that get tools in strict mode (``openai``)."""
-    names = frozenset(_provider_name(p.lower(), name) for p in env_list(name, []))
-    if names & {"anthropic", "demo"}:
-        raise ImproperlyConfigured(
-            f"{name}: strict tools are a chat-completions option (openai, qwen, kimi); "
-            f"{', '.join(sorted(names & {'anthropic', 'demo'}))} has none."
-        )
-    return names
-
-
-for _name in _strict_tools("ADSTUDIO_STRICT_TOOLS"):
-    ADSTUDIO_PROVIDERS[_name]["strict_tools"] = True
+ADSTUDIO_PROVIDERS = provider_configuration.provider_entries("ADSTUDIO_STRICT_TOOLS")
 # Language (optionally language:MARKET) -> provider; "default" for every other language.
-ADSTUDIO_PROVIDER_ROUTES = _provider_routes(
-    "ADSTUDIO_PROVIDER_ROUTES",
-    {
-        **dict.fromkeys(("th", "id", "vi", "es", "pt", "pl", "cs", "ro"), "qwen"),
-        "zh": "kimi",
-        "default": "openai",
-    },
-)
+ADSTUDIO_PROVIDER_ROUTES = provider_configuration.provider_routes("ADSTUDIO_PROVIDER_ROUTES")
 # Tried in order after the routed provider fails (after its retries); unconfigured skipped.
-ADSTUDIO_PROVIDER_FALLBACKS = [
-    _provider_name(name.lower(), "ADSTUDIO_PROVIDER_FALLBACKS")
-    for name in env_list("ADSTUDIO_PROVIDER_FALLBACKS", ["openai", "qwen", "kimi", "anthropic"])
-]
+ADSTUDIO_PROVIDER_FALLBACKS = provider_configuration.provider_fallbacks(
+    "ADSTUDIO_PROVIDER_FALLBACKS"
+)
 ADSTUDIO_PROVIDER_RETRY = {
     "max_attempts": env_int("ADSTUDIO_PROVIDER_MAX_ATTEMPTS", 3, minimum=1),
     "max_total_seconds": env_float("ADSTUDIO_PROVIDER_RETRY_BUDGET", 60.0, minimum=0.0),

@@ -29,7 +29,7 @@ def _load_what_first_requests_would() -> None:
 
     from adstudio.celery import app as celery_app
 
-    for config in apps.get_app_configs():  # each app's own (ConversationsConfig.warm_up)
+    for config in apps.get_app_configs():  # each app's own (ProvidersConfig.warm_up)
         warm_up = getattr(config, "warm_up", None)
         if warm_up is not None:
             warm_up()

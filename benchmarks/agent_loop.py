@@ -99,8 +99,8 @@ def next_step(after_user: list[tuple[str, str]], language: str) -> tuple[str, An
 
 
 def scripted_binding():
-    from conversations import providers
-    from conversations.providers.base import (
+    import providers
+    from providers.base import (
         AssistantMessage,
         ModelResponse,
         StopReason,
@@ -213,7 +213,7 @@ def measure_turn(conversation, text: str, director) -> tuple[float, int]:
 def loop_mode(args) -> dict:
     from django.contrib.auth.models import User
 
-    from conversations import providers
+    import providers
     from voices.models import Voice
 
     if args.sample_catalogue:
@@ -291,7 +291,7 @@ def commit_mode(args) -> dict:
     from django.contrib.auth.models import User
     from django.db import connection
 
-    from conversations import providers
+    import providers
     from conversations.models import Conversation
     from drafts.services import ad_create
 

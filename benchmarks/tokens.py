@@ -120,8 +120,8 @@ class RecordingDirector:
         self.turn = 0
 
     def generate(self, request, *, on_text=None):
-        from conversations.providers import chat_format
-        from conversations.providers.base import (
+        from providers import chat_format
+        from providers.base import (
             AssistantMessage,
             ModelResponse,
             StopReason,
@@ -173,7 +173,7 @@ def run_session(profile, *, client: str) -> tuple[RecordingDirector, list[str]]:
     (with the request bodies) and the tool results."""
     from django.contrib.auth.models import User
 
-    from conversations import providers
+    import providers
     from conversations.models import Message
     from conversations.services import send_message, start_generation
     from drafts.services import ad_create
@@ -267,7 +267,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from django.core.management import call_command
 
-    from conversations.providers.profiles import PROFILES
+    from providers.profiles import PROFILES
     from voices.models import Voice
 
     if not Voice.objects.filter(language="th", approved=True).exists():

@@ -28,10 +28,10 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+import providers
 from adstudio.parsers import PayloadTooLarge
 from adstudio.serializers import InputSerializer
 from adstudio.throttling import RunRateThrottle
-from conversations import providers
 from conversations.models import STATS_PERMISSION, Conversation, Run, RunStatus
 from conversations.selectors import (
     agent_stats,

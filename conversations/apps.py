@@ -11,15 +11,8 @@ class ConversationsConfig(AppConfig):
         given to it: the price table runs are billed with, and the queue of runs."""
         from adstudio.observability import hooks, metrics
         from conversations import tasks  # noqa: F401
-        from conversations.pricing import usage_cost
         from conversations.selectors import runs_queued
+        from providers.pricing import usage_cost
 
         hooks.use_price_table(usage_cost)
         metrics.count_queued_runs_with(runs_queued)
-
-    def warm_up(self) -> None:
-        """What a web process's first chat would load (``adstudio.wsgi``): the provider
-        SDKs (the run task, the loop and the tools are loaded with the app)."""
-        from conversations.providers.router import load_adapters
-
-        load_adapters()

@@ -26,7 +26,7 @@ from django.db import DatabaseError, connection
 from django.utils import timezone
 
 from conversations.models import Run, RunStatus
-from conversations.providers.interrupt import CallInterrupt
+from providers.interrupt import CallInterrupt
 
 logger = logging.getLogger(__name__)
 

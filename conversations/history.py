@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 from conversations.models import Message as MessageRow
 from conversations.models import Role
-from conversations.providers import (
+from providers import (
     AssistantMessage,
     Message,
     ToolCall,

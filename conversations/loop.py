@@ -18,11 +18,12 @@ from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 from django.db import DatabaseError, InterfaceError, OperationalError
 
+import providers
 from adstudio import log_context, observability
 from adstudio.db import WriteConflict, release_connection
 from adstudio.storable import without_nul
 from adstudio.tools import ToolContext
-from conversations import providers, run_log
+from conversations import run_log
 from conversations.heartbeat import Heartbeat
 from conversations.history import pair_calls_and_results
 from conversations.message_rows import (
@@ -36,7 +37,15 @@ from conversations.message_rows import (
 from conversations.models import Conversation, Role, Run, RunStatus, StopCause
 from conversations.models import Message as MessageRow
 from conversations.prompts import FINAL_ANSWER_NUDGE, summary_block, system_prompt
-from conversations.providers import (
+from conversations.run_log import ClaimLost, RunLog, StepCancelled, TextEvents
+from conversations.runs.claim import Claim, run_claim, run_claim_again
+from conversations.runs.finish import history_whole, run_finish, run_held
+from conversations.step_gate import provider_wait, step_gate
+from conversations.summary import summarise_if_needed
+from conversations.tokens import message_tokens
+from conversations.tools import ToolOutcome, execute_tool_call, tool_specs
+from drafts.services import LatestVersions
+from providers import (
     AssistantMessage,
     GenerateOptions,
     GenerateRequest,
@@ -47,16 +56,8 @@ from conversations.providers import (
     ToolResultMessage,
     UserMessage,
 )
-from conversations.providers.base import Interrupted
-from conversations.providers.interrupt import interruptible
-from conversations.run_log import ClaimLost, RunLog, StepCancelled, TextEvents
-from conversations.runs.claim import Claim, run_claim, run_claim_again
-from conversations.runs.finish import history_whole, run_finish, run_held
-from conversations.step_gate import provider_wait, step_gate
-from conversations.summary import summarise_if_needed
-from conversations.tokens import message_tokens
-from conversations.tools import ToolOutcome, execute_tool_call, tool_specs
-from drafts.services import LatestVersions
+from providers.base import Interrupted
+from providers.interrupt import interruptible
 
 logger = logging.getLogger(__name__)
 
@@ -444,7 +445,11 @@ def _model_step(state: RunState, *, last_round: bool = False) -> RunTools | Answ
     try:
         with provider_wait(), interruptible(state.heartbeat.interrupt):
             response = providers.generate(
-                request, route=state.route, on_attempt=record_attempt, on_text=on_text
+                request,
+                route=state.route,
+                on_attempt=record_attempt,
+                on_text=on_text,
+                watch=observability.model_call,
             )
     except Interrupted:  # cancelled while the model was answering
         return _interrupted(state, text_stream, "".join(said))

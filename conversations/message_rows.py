@@ -16,7 +16,7 @@ from adstudio.db import column, quote_name
 from adstudio.storable import without_nul
 from conversations.models import Message as MessageRow
 from conversations.models import Role, Run
-from conversations.providers import (
+from providers import (
     AssistantMessage,
     Message,
     ToolCall,

@@ -15,10 +15,10 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+import providers
 from adstudio.db import Batch, Fence, insert_rows, release_connection
 from adstudio.storable import without_nul
 from adstudio.tools import WrittenDraft
-from conversations import providers
 from conversations.message_rows import row_fields
 from conversations.models import (
     Conversation,
@@ -29,18 +29,18 @@ from conversations.models import (
     RunStatus,
 )
 from conversations.models import Message as MessageRow
-from conversations.pricing import usage_cost
 from conversations.prompts import system_prompt
-from conversations.providers import (
+from conversations.tokens import count_tokens, message_tokens
+from conversations.tools import ToolOutcome, tool_specs
+from drafts.models import Draft
+from providers import (
     Message,
     ModelResponse,
     StopReason,
     ToolCall,
     Usage,
 )
-from conversations.tokens import count_tokens, message_tokens
-from conversations.tools import ToolOutcome, tool_specs
-from drafts.models import Draft
+from providers.pricing import usage_cost
 
 TEXT_EVENT_INTERVAL = 0.25  # seconds between streamed text events
 INTERRUPTED = "interrupted"  # ModelCall.error_code of a request whose reply never came

@@ -16,10 +16,10 @@ from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone
 
+import providers
 from adstudio.db import insert_rows
 from adstudio.log_context import bind
 from adstudio.refusals import StateConflict
-from conversations import providers
 from conversations.heartbeat import notify_cancel
 from conversations.locks import run_lock
 from conversations.message_rows import assistant_ui_message_id

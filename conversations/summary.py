@@ -9,13 +9,14 @@ import logging
 
 from django.conf import settings
 
-from conversations import providers
+import providers
+from adstudio import observability
 from conversations.history import recent_turns_within, split_turns
 from conversations.models import Conversation
 from conversations.prompts import SUMMARY_SYSTEM_PROMPT, summary_request_text
-from conversations.providers import GenerateRequest, ProviderError, UserMessage
 from conversations.run_log import RunLog
 from conversations.step_gate import provider_wait
+from providers import GenerateRequest, ProviderError, UserMessage
 
 logger = logging.getLogger(__name__)
 
@@ -49,6 +50,7 @@ def summarise_if_needed(log: RunLog, *, route: list[providers.ProviderBinding]) 
                 request,
                 route=route,
                 on_attempt=lambda attempt: log.model_call(round_no, attempt),
+                watch=observability.model_call,
             )
     except ProviderError:
         # The older turns stay in this request, over the budget, rather than be dropped

@@ -12,11 +12,11 @@ from celery.signals import celeryd_after_setup, worker_init, worker_ready
 
 from adstudio.log_context import log_scope
 from conversations.loop import run_agent
-from conversations.providers.router import load_adapters
 from conversations.runs.enqueue import RUN_AGENT_TASK
 from conversations.runs.recover import runs_recover
 from conversations.tokens import load_encoding
 from conversations.worker_capacity import check_worker
+from providers.router import load_adapters
 
 logger = logging.getLogger(__name__)
 

@@ -8,7 +8,7 @@ from functools import cache
 
 import tiktoken
 
-from conversations.providers import AssistantMessage, Message, ToolResultMessage
+from providers import AssistantMessage, Message, ToolResultMessage
 
 # Per-message framing the chat formats add around content (role markers and the like).
 _MESSAGE_OVERHEAD = 4

@@ -21,8 +21,8 @@ from pydantic import BaseModel, ValidationError
 from adstudio import observability
 from adstudio.db import BatchMark, WriteConflict
 from adstudio.tools import Tool, ToolContext, ToolError, ToolResult, WrittenDraft
-from conversations.providers import ToolCall, ToolSpec
 from drafts.tools import CREATE_MUSIC_DRAFT, CREATE_SFX_DRAFT, CREATE_VOICE_DRAFT, GET_CURRENT_STATE
+from providers import ToolCall, ToolSpec
 from voices.tools import SEARCH_VOICES
 
 logger = logging.getLogger(__name__)

@@ -250,7 +250,7 @@ class FakeAnthropicServer:
 
     def adapter(self, **kwargs: Any) -> Any:
         """The real adapter pointed at this server."""
-        from conversations.providers.anthropic_messages import AnthropicProvider
+        from providers.anthropic_messages import AnthropicProvider
 
         options: dict[str, Any] = {"api_key": self.api_key, "base_url": self.base_url}
         options["timeout"] = 5.0

@@ -255,8 +255,8 @@ class FakeOpenAIServer:
 
     def adapter(self, profile: str = "openai", **kwargs: Any) -> Any:
         """The real adapter with ``profile``'s quirks, pointed at this server."""
-        from conversations.providers.openai_compat import OpenAICompatProvider
-        from conversations.providers.profiles import PROFILES
+        from providers.openai_compat import OpenAICompatProvider
+        from providers.profiles import PROFILES
 
         options = {"api_key": TEST_API_KEY, "base_url": self.base_url, "timeout": 5.0}
         options.update(kwargs)

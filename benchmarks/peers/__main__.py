@@ -64,7 +64,7 @@ class OurLoop:
         import_sample_catalogue_if_empty()
         from django.contrib.auth.models import User
 
-        from conversations import providers
+        import providers
 
         self.director, binding = scripted_binding()
         providers.route = lambda **kwargs: [binding]  # the loop asks the router for it

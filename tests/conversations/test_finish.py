@@ -10,9 +10,9 @@ from django.test.utils import CaptureQueriesContext
 
 from conversations import run_log
 from conversations.models import Conversation, Message, Run, RunEvent
-from conversations.providers import AssistantMessage
 from conversations.run_log import EventLog, RunLog
 from conversations.runs.finish import history_whole, run_finish
+from providers import AssistantMessage
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

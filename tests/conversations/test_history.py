@@ -13,7 +13,7 @@ from conversations.history import (
     split_turns,
 )
 from conversations.models import Message as MessageRow
-from conversations.providers.base import (
+from providers.base import (
     AssistantMessage,
     ToolCall,
     ToolResultMessage,

@@ -16,7 +16,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 import conversations.loop
-from conversations import providers
+import providers
 from conversations.loop import run_agent
 from conversations.models import Conversation, Message, ModelCall, Run, RunEvent
 from conversations.runs.claim import run_claim

@@ -706,8 +706,8 @@ def test_a_conversations_unfinished_runs_are_found_without_the_index_of_all_unfi
 
 def test_twenty_concurrent_draft_writes_get_versions_one_to_twenty(en_ad):
     from adstudio.tools import ToolContext
-    from conversations.providers.base import ToolCall
     from conversations.tools import execute_tool_call
+    from providers.base import ToolCall
 
     barrier = threading.Barrier(20)
     errors: list[BaseException] = []
@@ -827,13 +827,13 @@ def test_a_draft_version_taken_meanwhile_is_read_again_and_the_next_one_written(
 def _sixty_turns(ad, settings):
     """A conversation of 60 music iterations (242 messages), far over a 2,000-token budget."""
     from conversations.models import Conversation
-    from conversations.providers.base import (
+    from conversations.tokens import message_tokens
+    from providers.base import (
         AssistantMessage,
         ToolCall,
         ToolResultMessage,
         UserMessage,
     )
-    from conversations.tokens import message_tokens
 
     settings.ADSTUDIO_CONTEXT_BUDGET_TOKENS = 2000
     conversation = Conversation.objects.create(ad=ad)
@@ -984,8 +984,8 @@ def test_a_run_taken_over_by_another_worker_is_left_to_it(fake_providers, en_ad,
 def test_the_user_message_the_claim_writes_gets_its_token_count_with_the_next_step(
     fake_providers, en_ad
 ):
-    from conversations.providers import UserMessage
     from conversations.tokens import message_tokens
+    from providers import UserMessage
 
     fake_providers.script(turn(tool_calls=[call("create_music_draft", {"prompt": "calm"})]))
     fake_providers.script(turn("Music v1 is ready."))
@@ -1007,8 +1007,8 @@ def test_a_user_message_left_without_its_token_count_gets_it_when_the_run_resume
     claim wrote has no token count yet; the worker that takes the run over writes it."""
     from datetime import timedelta
 
-    from conversations.providers import UserMessage
     from conversations.tokens import message_tokens
+    from providers import UserMessage
 
     run = Run.objects.create(conversation=_conversation(en_ad), input_text="Make the ad.")
     assert run_claim(run_id=run.pk) is not None  # its worker stops here

@@ -8,12 +8,12 @@ from typing import Any
 
 import pytest
 
-from conversations.providers import router
-from conversations.providers.base import GenerateRequest, UserMessage
-from conversations.providers.profiles import PROFILES
-from conversations.providers.schemas import wire_tools
 from conversations.tokens import count_tokens
 from conversations.tools import TOOLS, tool_specs
+from providers import router
+from providers.base import GenerateRequest, UserMessage
+from providers.profiles import PROFILES
+from providers.schemas import wire_tools
 from testbed.fake_openai import turn
 
 # The five schemas, as the SDK serialises them, on every request: issue 20's bar is 700.

@@ -10,11 +10,11 @@ import pytest
 from django.db import InterfaceError, OperationalError
 
 from adstudio.tools import ToolContext
-from conversations.providers.base import ToolCall
 from conversations.tools import TOOLS, execute_tool_call, tool_specs
 from drafts.models import Draft
 from drafts.payloads import payload_of
 from drafts.services import LatestVersions
+from providers.base import ToolCall
 from tests.support.versions import music
 
 pytestmark = pytest.mark.django_db

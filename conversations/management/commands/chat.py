@@ -15,8 +15,8 @@ from collections.abc import Iterator
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
+import providers
 from adstudio.languages import UnknownLanguage, normalise_language
-from conversations import providers
 from conversations.terminal import INTERRUPTED_STATUS, ChatSession, line_editing, quiet_logs
 from drafts.models import Ad
 from drafts.selectors import ads_for

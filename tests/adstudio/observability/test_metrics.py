@@ -17,8 +17,8 @@ from rest_framework.test import APIClient
 from adstudio.observability import metrics
 from conversations.loop import run_agent
 from conversations.models import Conversation, Run
-from conversations.pricing import usage_cost
-from conversations.providers import Usage
+from providers import Usage
+from providers.pricing import usage_cost
 from testbed.fake_openai import call, turn
 from tests.support.worker import run_finished
 

@@ -1,0 +1,173 @@
+"""Which provider answers a conversation: the routing table and fallback chain from settings,
+providers without a key skipped (with a logged reason), ``demo`` when no key is set at all.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import logging
+import threading
+from typing import Any
+
+from django.conf import settings
+from django.utils.module_loading import import_string
+
+from providers.base import ChatProvider
+from providers.demo import DEMO_MODEL, DemoProvider
+from providers.profiles import ANTHROPIC_MESSAGES, CHAT_COMPLETIONS, DEMO, PROFILES, PROVIDER_NAMES
+from providers.resilience import ProviderBinding
+
+logger = logging.getLogger(__name__)
+
+# The adapter for each wire format a profile may name, imported when a provider is first
+# built: the SDKs take about 1.6 s to import, which every management command (and the
+# admin, through its imports) would otherwise pay. Web and worker processes load them at
+# start-up instead (``load_adapters``), so no request or run waits for them.
+ADAPTERS: dict[str, str] = {
+    CHAT_COMPLETIONS: "providers.openai_compat.OpenAICompatProvider",
+    ANTHROPIC_MESSAGES: "providers.anthropic_messages.AnthropicProvider",
+}
+
+
+def load_adapters() -> None:
+    """Import every adapter, and with them the provider SDKs, now."""
+    for path in ADAPTERS.values():
+        import_string(path)
+
+
+class ProviderUnavailable(ValueError):
+    """An explicitly requested provider is unknown or has no key configured."""
+
+
+def _config(name: str) -> dict[str, Any]:
+    return dict((getattr(settings, "ADSTUDIO_PROVIDERS", {}) or {}).get(name) or {})
+
+
+def is_configured(name: str) -> bool:
+    return name == DEMO or (name in PROFILES and bool(_config(name).get("api_key")))
+
+
+def model_for(name: str) -> str:
+    if name == DEMO:
+        return _config(name).get("model") or DEMO_MODEL
+    return _config(name).get("model") or PROFILES[name].default_model
+
+
+def get_provider(name: str) -> ChatProvider:
+    """The adapter for ``name``, built from settings (one client, and pool, per config)."""
+    if name == DEMO:
+        return DemoProvider()
+    if name not in PROFILES:
+        raise ProviderUnavailable(
+            f"unknown provider {name!r}: choose one of {', '.join(PROVIDER_NAMES)}"
+        )
+    config = _config(name)
+    with _build_lock:
+        return _build(
+            name,
+            config.get("api_key", ""),
+            config.get("base_url", ""),
+            float(getattr(settings, "ADSTUDIO_PROVIDER_TIMEOUT", 60.0)),
+            float(getattr(settings, "ADSTUDIO_PROVIDER_CONNECT_TIMEOUT", 10.0)),
+            bool(config.get("strict_tools")),
+        )
+
+
+# The cache alone does not stop threads that miss it together from each building a client:
+# a worker starting its runs at once would build one per run (an SSL context and a
+# connection pool each, tens of milliseconds of CPU), and keep them.
+_build_lock = threading.Lock()
+
+
+@functools.lru_cache(maxsize=32)
+def _build(
+    name: str,
+    api_key: str,
+    base_url: str,
+    timeout: float,
+    connect_timeout: float,
+    strict_tools: bool = False,
+) -> ChatProvider:
+    profile = PROFILES[name]
+    if strict_tools:  # ADSTUDIO_STRICT_TOOLS
+        profile = dataclasses.replace(profile, strict_tools=True)
+    return import_string(ADAPTERS[profile.wire])(
+        profile=profile,
+        api_key=api_key,
+        base_url=base_url,
+        name=name,
+        timeout=timeout,
+        connect_timeout=connect_timeout,
+    )
+
+
+def primary_for(*, language: str, market: str = "") -> str:
+    """The routing table's provider for a language (optionally language:MARKET)."""
+    routes: dict[str, str] = getattr(settings, "ADSTUDIO_PROVIDER_ROUTES", {}) or {}
+    lang = language.strip().lower().replace("_", "-")
+    base = lang.split("-", 1)[0]
+    market = market.strip().upper()
+    keys = [f"{lang}:{market}", f"{base}:{market}"] if market else []
+    keys += [lang, base, "default"]
+    for key in keys:
+        if key in routes:
+            return routes[key]
+    return "openai"
+
+
+def binding(name: str) -> ProviderBinding:
+    return ProviderBinding(name=name, model=model_for(name), provider=get_provider(name))
+
+
+def route(
+    *, language: str, market: str = "", requested: str | None = None
+) -> list[ProviderBinding]:
+    """Primary provider first, then the fallback chain (deduplicated, unconfigured skipped).
+
+    ``requested`` names a provider explicitly (an ad's choice): unknown or without a key,
+    it raises ``ProviderUnavailable`` naming the env var to set. With no key configured
+    for any provider, the route is the offline ``demo`` director.
+    """
+    if requested:
+        if requested not in PROVIDER_NAMES:
+            raise ProviderUnavailable(
+                f"unknown provider {requested!r}: choose one of {', '.join(PROVIDER_NAMES)}"
+            )
+        if not is_configured(requested):
+            raise ProviderUnavailable(
+                f"provider {requested!r} has no API key: set {PROFILES[requested].key_env} "
+                "or choose another provider"
+            )
+        primary = requested
+    else:
+        primary = primary_for(language=language, market=market)
+    fallbacks: list[str] = list(getattr(settings, "ADSTUDIO_PROVIDER_FALLBACKS", []) or [])
+    if primary != DEMO and not any(is_configured(name) for name in PROFILES):
+        logger.info(
+            "no provider API key is set (%s): using the offline demo director",
+            ", ".join(profile.key_env for profile in PROFILES.values()),
+        )
+        return [binding(DEMO)]
+    chain: list[str] = []
+    seen: set[str] = set()
+    for name in [primary, *fallbacks]:
+        if name in seen:
+            continue
+        seen.add(name)
+        if name not in PROVIDER_NAMES:
+            logger.warning("skipping provider %r: not a known provider", name)
+        elif name == DEMO and name != primary:
+            continue  # the demo answers only when chosen, never as a silent fallback
+        elif not is_configured(name):
+            logger.info(
+                "skipping provider %r for language %r: %s is not set",
+                name,
+                language,
+                PROFILES[name].key_env,
+            )
+        else:
+            chain.append(name)
+    if not chain:  # the table and chain name only unconfigured providers: use any with a key
+        chain = [name for name in PROFILES if is_configured(name)]
+    return [binding(name) for name in chain]

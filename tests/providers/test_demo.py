@@ -1,0 +1,341 @@
+"""The offline demo director: plans through the tools, reacts to follow-ups, deterministic."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from providers.base import (
+    GenerateOptions,
+    GenerateRequest,
+    Message,
+    ModelResponse,
+    StopReason,
+    ToolResultMessage,
+    ToolSpec,
+    UserMessage,
+)
+from providers.demo import DemoProvider, parse_brief
+
+TOOLS = tuple(
+    ToolSpec(name, name, {"type": "object", "properties": {}})
+    for name in (
+        "search_voices",
+        "create_voice_draft",
+        "create_music_draft",
+        "create_sfx_draft",
+        "get_current_state",
+    )
+)
+BRIEF = (
+    "Brief\nClient: Spotify Premium family plan\nAudience: Thai families\nLanguage: th\n"
+    "Market: TH\nDuration: 30 s\nContext: Launch of the family plan in Thailand."
+)
+VOICES = [
+    {"id": "11", "name": "Ploy", "language": "th", "gender": "female"},
+    {"id": "12", "name": "Mali", "language": "th", "gender": "female"},
+    {"id": "21", "name": "Somchai", "language": "th", "gender": "male"},
+    {"id": "22", "name": "Anan", "language": "th", "gender": "male"},
+]
+
+
+class Tools:
+    """A stand-in for the real tools: results shaped like theirs, versions counted per kind."""
+
+    def __init__(self, voices: list[dict[str, Any]] | None = None) -> None:
+        self.voices = VOICES if voices is None else voices
+        self.versions = {"voices": 0, "music": 0, "sfx": 0}
+
+    def run(self, name: str, args: dict[str, Any]) -> dict[str, Any]:
+        if name == "search_voices":
+            found = [
+                v
+                for v in self.voices
+                if v["language"] == args["language"] and args.get("gender") in (None, v["gender"])
+            ]
+            if not found:
+                return {"error": "no voices match", "suggestion": "drop the gender filter"}
+            return {"voices": found[: args.get("count", 10)]}
+        kind = {"create_voice_draft": "voices", "create_music_draft": "music"}.get(name, "sfx")
+        self.versions[kind] += 1
+        version = f"v{self.versions[kind]}"
+        result = {"versionId": version, "kind": kind, "status": "draft"}
+        if kind == "voices":
+            result["estimatedDurationS"] = 24.5
+        return result
+
+
+def play_turn(
+    history: list[Message], text: str, tools: Tools, *, rounds: int = 6
+) -> list[ModelResponse]:
+    """Run one user turn like the loop does; return the responses of its rounds."""
+    demo = DemoProvider()
+    history.append(UserMessage(text))
+    responses = []
+    for _ in range(rounds):
+        request = GenerateRequest(model="", system="s", messages=tuple(history), tools=TOOLS)
+        response = demo.generate(request)
+        responses.append(response)
+        history.append(response.message)
+        for c in response.message.tool_calls:
+            result = tools.run(c.name, c.arguments)
+            history.append(
+                ToolResultMessage(c.id, c.name, json.dumps(result), is_error="error" in result)
+            )
+        if not response.message.tool_calls:
+            break
+    return responses
+
+
+def calls_of(response: ModelResponse) -> dict[str, dict[str, Any]]:
+    return {c.name: c.arguments for c in response.message.tool_calls}
+
+
+def test_parse_brief():
+    brief = parse_brief(BRIEF)
+
+    assert brief is not None
+    assert (brief.client, brief.language, brief.market, brief.duration) == (
+        "Spotify Premium family plan",
+        "th",
+        "TH",
+        30,
+    )
+    assert parse_brief("Brief\nLanguage: th") is None
+    assert parse_brief("Brief\nLanguage: es\nDuration: 15 s").client == "your brand"
+
+
+def test_first_turn_searches_then_drafts_in_parallel_then_summarises():
+    history: list[Message] = []
+
+    first, second, third = play_turn(history, BRIEF, Tools())
+
+    assert calls_of(first) == {"search_voices": {"language": "th", "count": 6}}
+    assert first.stop_reason is StopReason.TOOL_CALLS
+    assert [c.name for c in second.message.tool_calls] == [
+        "create_voice_draft",
+        "create_music_draft",
+        "create_sfx_draft",
+    ]
+    assert [c.id for c in second.message.tool_calls] == [
+        "demo_t1_r2_1",
+        "demo_t1_r2_2",
+        "demo_t1_r2_3",
+    ]
+    drafts = calls_of(second)
+    voice_ids = {t["voiceId"] for t in drafts["create_voice_draft"]["tracks"]}
+    assert voice_ids == {"11", "21"}  # one female, one male
+    assert drafts["create_music_draft"]["duration"] == 30
+    assert drafts["create_sfx_draft"]["prompts"][0]["placement"] == {"type": "start"}
+    assert third.stop_reason is StopReason.END_TURN
+    assert "offline demo director" in third.message.text
+    assert "OPENAI_API_KEY" in third.message.text
+    assert "- Voices v1: 4 script lines read by 2 voices, about 24.5 s." in third.message.text
+    assert "- Music v1: Warm, modern instrumental background music" in third.message.text
+    assert (third.provider, third.usage.exact) == ("demo", False)
+
+
+@pytest.mark.parametrize(
+    ("language", "duration", "unit", "per_second"),
+    [
+        ("en", 30, "words", 2.5),
+        ("es", 15, "words", 2.5),
+        ("th", 30, "chars", 7.0),
+        ("zh", 60, "chars", 7.0),
+    ],
+)
+def test_script_is_sized_to_the_duration(language, duration, unit, per_second):
+    brief = BRIEF.replace("Language: th", f"Language: {language}").replace(
+        "Duration: 30 s", f"Duration: {duration} s"
+    )
+    history: list[Message] = []
+
+    _, drafts, _ = play_turn(history, brief, Tools([{**v, "language": language} for v in VOICES]))
+
+    lines = [t["text"] for t in calls_of(drafts)["create_voice_draft"]["tracks"]]
+    size = sum(len(line.split()) if unit == "words" else len(line) for line in lines)
+    target = duration * 0.9 * per_second
+    assert 0.75 * target <= size <= 1.25 * target
+    assert "Spotify Premium family plan" in lines[0] and "Spotify Premium family plan" in lines[-1]
+
+
+def test_same_history_same_answer():
+    a: list[Message] = []
+    b: list[Message] = []
+
+    assert play_turn(a, BRIEF, Tools()) == play_turn(b, BRIEF, Tools())
+
+
+def test_no_voices_for_the_language_ends_with_a_clear_message():
+    history: list[Message] = []
+
+    first, second = play_turn(history, BRIEF, Tools(voices=[]))
+
+    assert calls_of(first) == {"search_voices": {"language": "th", "count": 6}}
+    assert second.message.tool_calls == ()
+    assert "could not find voices for language 'th'" in second.message.text
+    assert "drop the gender filter" in second.message.text
+
+
+def test_music_follow_up_makes_only_a_new_music_draft():
+    history: list[Message] = []
+    tools = Tools()
+    play_turn(history, BRIEF, tools)
+
+    drafts, summary = play_turn(history, "Make the music more upbeat and playful", tools)
+
+    assert list(calls_of(drafts)) == ["create_music_draft"]
+    assert drafts.message.tool_calls[0].id == "demo_t2_r1_1"
+    prompt = calls_of(drafts)["create_music_draft"]["prompt"].lower()
+    assert "upbeat" in prompt and "playful" in prompt
+    assert "Music v2" in summary.message.text
+
+
+def test_voice_follow_up_searches_for_the_gender_and_swaps_voices():
+    history: list[Message] = []
+    tools = Tools()
+    play_turn(history, BRIEF, tools)
+
+    search, drafts, _ = play_turn(history, "Use male voices instead", tools)
+
+    assert calls_of(search) == {"search_voices": {"language": "th", "count": 6, "gender": "male"}}
+    tracks = calls_of(drafts)["create_voice_draft"]["tracks"]
+    assert {t["voiceId"] for t in tracks} == {"21", "22"}
+
+
+def test_voice_search_with_a_filter_that_finds_nothing_is_retried_without_it():
+    history: list[Message] = []
+    female_only = Tools([v for v in VOICES if v["gender"] == "female"])
+    play_turn(history, BRIEF, female_only)
+
+    failed, retried, drafts, _ = play_turn(history, "I want a male narrator", female_only)
+
+    assert calls_of(failed)["search_voices"]["gender"] == "male"
+    assert calls_of(retried) == {"search_voices": {"language": "th", "count": 6}}
+    assert "create_voice_draft" in calls_of(drafts)
+
+
+def test_shorter_resizes_voices_and_music():
+    history: list[Message] = []
+    tools = Tools()
+    _, first_drafts, _ = play_turn(history, BRIEF, tools)
+
+    drafts, _ = play_turn(history, "Can you make it shorter?", tools)
+
+    new = calls_of(drafts)
+    old_words = sum(len(t["text"]) for t in calls_of(first_drafts)["create_voice_draft"]["tracks"])
+    new_words = sum(len(t["text"]) for t in new["create_voice_draft"]["tracks"])
+    assert new["create_music_draft"]["duration"] == 20
+    assert new_words < old_words
+    # the same voices are kept: nothing asked to change them
+    assert {t["voiceId"] for t in new["create_voice_draft"]["tracks"]} == {"11", "21"}
+
+
+def test_longer_and_an_explicit_duration():
+    history: list[Message] = []
+    tools = Tools()
+    play_turn(history, BRIEF, tools)
+
+    longer, _ = play_turn(history, "Make it longer", tools)
+    exact, _ = play_turn(history, "Actually make it 15 seconds", tools)
+
+    assert calls_of(longer)["create_music_draft"]["duration"] == 45
+    assert calls_of(exact)["create_music_draft"]["duration"] == 15
+
+
+def test_more_energy_changes_music_and_script():
+    history: list[Message] = []
+    tools = Tools()
+    play_turn(history, BRIEF, tools)
+
+    drafts, _ = play_turn(history, "It needs more energy!", tools)
+
+    new = calls_of(drafts)
+    assert "high-energy" in new["create_music_draft"]["prompt"].lower()
+    assert all(t["text"].endswith("!") for t in new["create_voice_draft"]["tracks"])
+
+
+def test_sfx_follow_up_gives_different_effects():
+    history: list[Message] = []
+    tools = Tools()
+    _, first_drafts, _ = play_turn(history, BRIEF, tools)
+
+    drafts, _ = play_turn(history, "Try different sound effects", tools)
+
+    assert list(calls_of(drafts)) == ["create_sfx_draft"]
+    assert calls_of(drafts) != {"create_sfx_draft": calls_of(first_drafts)["create_sfx_draft"]}
+
+
+def test_an_unclear_follow_up_gets_a_question_not_a_draft():
+    history: list[Message] = []
+    tools = Tools()
+    play_turn(history, BRIEF, tools)
+
+    (answer,) = play_turn(history, "Hmm, what do you think?", tools)
+
+    assert answer.message.tool_calls == ()
+    assert "Which would you like?" in answer.message.text
+
+
+def test_the_loops_final_round_gets_the_summary_of_the_turn():
+    history: list[Message] = []
+    tools = Tools()
+    play_turn(history, BRIEF, tools, rounds=2)  # cut before the summary
+    history.append(UserMessage("Stop calling tools and give your final answer now."))
+    request = GenerateRequest(
+        model="",
+        system="s",
+        messages=tuple(history),
+        tools=TOOLS,
+        options=GenerateOptions(tool_choice="none"),
+    )
+
+    response = DemoProvider().generate(request)
+
+    assert response.message.tool_calls == ()
+    assert "Voices v1" in response.message.text
+
+
+def test_without_tools_it_answers_in_text():
+    request = GenerateRequest(
+        model="", system="Summarise.", messages=(UserMessage("user asked for upbeat music"),)
+    )
+
+    response = DemoProvider().generate(request)
+
+    assert response.message.tool_calls == ()
+    assert "user asked for upbeat music" in response.message.text
+
+
+def test_text_reaches_on_text():
+    seen: list[str] = []
+    history: list[Message] = [UserMessage("Hello?")]
+
+    DemoProvider().generate(
+        GenerateRequest(model="", system="s", messages=tuple(history), tools=TOOLS),
+        on_text=seen.append,
+    )
+
+    assert seen and "MOONSHOT_API_KEY" in seen[0]
+
+
+def test_music_with_more_energy_leaves_the_script_alone():
+    history: list[Message] = []
+    tools = Tools()
+    play_turn(history, BRIEF, tools)
+
+    drafts, _ = play_turn(history, "The music needs more energy", tools)
+
+    assert list(calls_of(drafts)) == ["create_music_draft"]
+
+
+def test_thanks_is_not_mistaken_for_a_request():
+    history: list[Message] = []
+    tools = Tools()
+    play_turn(history, BRIEF, tools)
+
+    (answer,) = play_turn(history, "Sounds great, thanks!", tools)
+
+    assert answer.message.tool_calls == ()
