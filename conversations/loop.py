@@ -505,56 +505,21 @@ def _model_step(state: RunState, *, last_round: bool = False) -> RunTools | Answ
 
 
 def _run_tools(state: RunState, step: RunTools) -> None:
+    """Each call of the reply in turn. A tool stages its rows in the run's batch and returns
+    its outcome; the loop writes them with the call's result and events, one statement."""
     for index, call in enumerate(step.calls):
-        is_last = index == len(step.calls) - 1
-        ctx = ToolContext(
-            ad=state.conversation.ad,
-            run_id=state.run.pk,
-            tool_call_id=draft_call_key(step.message_seq, call.id),
-            batch=state.log.batch,
-            draft_versions=state.draft_versions,
-        )
-
-        def record(outcome: ToolOutcome, call: ToolCall = call, is_last: bool = is_last) -> None:
-            state.append(
-                ToolResultMessage(
-                    tool_call_id=call.id,
-                    name=call.name,
-                    content=outcome.text,
-                    is_error=outcome.is_error,
-                )
-            )
-            events = [run_log.tool_call_finished(call, outcome)]
-            if outcome.draft is not None:
-                events.append(run_log.draft_created(call, outcome.draft))
-            state.log.event(*events)
-            if is_last:  # decided now, so its event is written with this result
-                state.planned = _plan_next(state)
-            # A lost claim (nothing of the call written) is not raised here, where the
-            # executor would take it for the tool's failure: the loop stops after the
-            # call instead (state.log.lost), as after a draft refused for the run's cancel
-            # (state.log.cancelled).
-            with suppress(ClaimLost, StepCancelled):
-                state.log.write()
-
-        if state.failures[call.name] >= settings.ADSTUDIO_MAX_TOOL_FAILURES:
-            outcome = ToolOutcome(
-                {
-                    "error": f"{call.name} failed {state.failures[call.name]} times in "
-                    "this turn and is not run again.",
-                    "suggestion": "Stop calling it; tell the user what went wrong.",
-                },
-                is_error=True,
-            )
-            record(outcome)
-        else:
-            try:
-                outcome = execute_tool_call(call, ctx, record=record)
-            except WriteConflict:
-                # The call's rows are discarded; the reply that made it is kept, so the
-                # resumed run calls the tool again without asking the model again.
-                state.log.write()
-                raise
+        mark = state.log.batch.mark()
+        try:
+            outcome = _call_tool(state, step, call)
+            _record_tool_result(state, call, outcome, is_last=index == len(step.calls) - 1)
+        except WriteConflict:
+            # The call's rows are discarded; the reply that made it is kept, so the
+            # resumed run calls the tool again without asking the model again.
+            state.log.batch.rollback_to(mark)
+            if state.draft_versions is not None:
+                state.draft_versions.forget()
+            state.log.write()
+            raise
         if state.log.lost:
             raise ClaimLost(f"run {state.run.pk} was claimed by another worker")
         if state.log.cancelled:  # no later call runs, no model is asked again
@@ -562,3 +527,45 @@ def _run_tools(state: RunState, step: RunTools) -> None:
             return
         if outcome.is_error:
             state.failures[call.name] += 1
+
+
+def _call_tool(state: RunState, step: RunTools, call: ToolCall) -> ToolOutcome:
+    """The call's outcome; a tool that failed too often in this turn is not run again."""
+    if state.failures[call.name] >= settings.ADSTUDIO_MAX_TOOL_FAILURES:
+        return ToolOutcome(
+            {
+                "error": f"{call.name} failed {state.failures[call.name]} times in "
+                "this turn and is not run again.",
+                "suggestion": "Stop calling it; tell the user what went wrong.",
+            },
+            is_error=True,
+        )
+    ctx = ToolContext(
+        ad=state.conversation.ad,
+        run_id=state.run.pk,
+        tool_call_id=draft_call_key(step.message_seq, call.id),
+        batch=state.log.batch,
+        draft_versions=state.draft_versions,
+    )
+    return execute_tool_call(call, ctx)
+
+
+def _record_tool_result(
+    state: RunState, call: ToolCall, outcome: ToolOutcome, *, is_last: bool
+) -> None:
+    """Write the call's result, its events and the rows its tool staged, together."""
+    state.append(
+        ToolResultMessage(
+            tool_call_id=call.id, name=call.name, content=outcome.text, is_error=outcome.is_error
+        )
+    )
+    events = [run_log.tool_call_finished(call, outcome)]
+    if outcome.draft is not None:
+        events.append(run_log.draft_created(call, outcome.draft))
+    state.log.event(*events)
+    if is_last:  # decided now, so its event is written with this result
+        state.planned = _plan_next(state)
+    # A lost claim (nothing of the call written) is not raised here but after the call
+    # (state.log.lost), as after a draft refused for the run's cancel (state.log.cancelled).
+    with suppress(ClaimLost, StepCancelled):
+        state.log.write()

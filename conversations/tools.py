@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable
 from contextlib import nullcontext
 from dataclasses import dataclass
 from functools import cache
@@ -109,57 +108,42 @@ def _discard_staged(ctx: ToolContext, mark: BatchMark | None) -> None:
 
 
 @observability.traced_tool_call(_BY_NAME)
-def execute_tool_call(
-    call: ToolCall,
-    ctx: ToolContext,
-    *,
-    record: Callable[[ToolOutcome], None] | None = None,
-) -> ToolOutcome:
+def execute_tool_call(call: ToolCall, ctx: ToolContext) -> ToolOutcome:
     """Run one call: an unknown tool, unparseable or invalid arguments, a foreign ad and
-    a ``ToolError`` all come back as error results the model can act on. A lost
-    database connection is raised: it is no fault of the call.
+    a ``ToolError`` all come back as error results the model can act on.
 
-    ``record(outcome)`` (persisting the tool message) stores the result exactly when the
-    handler's writes are. With the call's batch (``ctx.batch``) the handler only reads and
-    stages its rows there, and ``record`` writes them with the result in one statement:
-    no transaction is needed. Without one, the handler and ``record`` run in one
-    transaction. A handler that fails leaves nothing written; its error result is then
-    recorded on its own. A read-only tool runs without a transaction. A lost database
+    With the run's batch (``ctx.batch``) a writing handler only reads and stages its rows
+    there: the caller writes them with the call's result, in one statement, so they are
+    stored exactly when the result is. Without one, the handler runs in a transaction of
+    its own. A handler that fails leaves nothing staged or written. A lost database
     connection and a ``WriteConflict`` (the handler read before a concurrent writer
-    committed) are raised: the caller reads again and calls the tool again.
+    committed) are raised, being no fault of the call: the caller reads again and calls
+    the tool again. A read-only tool runs without a transaction.
     """
     prepared = _prepare(call, ctx)
     if isinstance(prepared, ToolOutcome):
-        outcome = prepared
-    else:
-        tool, args = prepared
-        mark = ctx.batch.mark() if ctx.batch is not None else None
-        try:
-            with transaction.atomic() if tool.writes and ctx.batch is None else nullcontext():
-                result = tool.handler(ctx, args)
-                if isinstance(result, ToolResult):
-                    outcome = ToolOutcome(result.content, is_error=False, draft=result.draft)
-                else:
-                    outcome = ToolOutcome(result, is_error=False)
-                if record is not None:
-                    record(outcome)
-            return outcome
-        except ToolError as exc:
-            outcome = ToolOutcome(exc.as_result(), is_error=True)
-            _discard_staged(ctx, mark)
-        except (OperationalError, InterfaceError, WriteConflict):
-            # The database went away (a restart, a dropped connection), or the rows were
-            # built from a stale read, not the tool's fault: the run resumes from what is
-            # stored and calls it again.
-            _discard_staged(ctx, mark)
-            raise
-        except Exception:
-            _discard_staged(ctx, mark)
-            logger.exception("tool %s failed on call %s", call.name, call.id)
-            outcome = _error(
-                f"{call.name} failed with an internal error.",
-                "Try once more; if it fails again, tell the user and continue without it.",
-            )
-    if record is not None:
-        record(outcome)
-    return outcome
+        return prepared
+    tool, args = prepared
+    mark = ctx.batch.mark() if ctx.batch is not None else None
+    try:
+        with transaction.atomic() if tool.writes and ctx.batch is None else nullcontext():
+            result = tool.handler(ctx, args)
+    except ToolError as exc:
+        _discard_staged(ctx, mark)
+        return ToolOutcome(exc.as_result(), is_error=True)
+    except (OperationalError, InterfaceError, WriteConflict):
+        # The database went away (a restart, a dropped connection), or the rows were
+        # built from a stale read, not the tool's fault: the run resumes from what is
+        # stored and calls it again.
+        _discard_staged(ctx, mark)
+        raise
+    except Exception:
+        _discard_staged(ctx, mark)
+        logger.exception("tool %s failed on call %s", call.name, call.id)
+        return _error(
+            f"{call.name} failed with an internal error.",
+            "Try once more; if it fails again, tell the user and continue without it.",
+        )
+    if isinstance(result, ToolResult):
+        return ToolOutcome(result.content, is_error=False, draft=result.draft)
+    return ToolOutcome(result, is_error=False)

@@ -287,7 +287,7 @@ def _describe_response(span: Span, response: Any) -> None:
 
 
 def traced_tool_call[F: Callable[..., Any]](tools: Iterable[str]) -> Callable[[F], F]:
-    """Decorates the tool executor, ``execute(call, ctx, *, record=None) -> outcome``:
+    """Decorates the tool executor, ``execute(call, ctx) -> outcome``:
     an ``execute_tool {name}`` span (an error status when the result is an error) and the
     calls counted by tool and outcome. ``tools``: the registry's names, the only ones
     that name a metric's series."""
@@ -295,17 +295,17 @@ def traced_tool_call[F: Callable[..., Any]](tools: Iterable[str]) -> Callable[[F
 
     def decorate(execute: F) -> F:
         @functools.wraps(execute)
-        def execute_tool_call(call: Any, ctx: Any, *, record: Any = None) -> Any:
+        def execute_tool_call(call: Any, ctx: Any) -> Any:
             if not switch.on:
-                return execute(call, ctx, record=record)
-            return _execute_observed(execute, call, ctx, record)
+                return execute(call, ctx)
+            return _execute_observed(execute, call, ctx)
 
         return execute_tool_call  # type: ignore[return-value]
 
     return decorate
 
 
-def _execute_observed(execute: Callable[..., Any], call: Any, ctx: Any, record: Any) -> Any:
+def _execute_observed(execute: Callable[..., Any], call: Any, ctx: Any) -> Any:
     tool = _tool_label(call.name)
     span_cm: Any = None
     span: Span | None = None
@@ -323,7 +323,7 @@ def _execute_observed(execute: Callable[..., Any], call: Any, ctx: Any, record: 
         )
         span = span_cm.__enter__()
     try:
-        outcome = execute(call, ctx, record=record)
+        outcome = execute(call, ctx)
     except BaseException as exc:
         if switch.metrics:
             metrics.TOOL_CALLS.labels(tool=tool, outcome="raised").inc()

@@ -1,0 +1,30 @@
+"""The walk of a chat message from its POST to the draft row is a straight line: down from
+the view through the chat-send service, the enqueue, the task and the loop to the write,
+never back into a module it had left (``python -m benchmarks.call_path`` prints it)."""
+
+from __future__ import annotations
+
+import pytest
+
+from benchmarks.agent_loop import import_sample_catalogue_if_empty
+from benchmarks.call_path import counts, walk
+
+
+@pytest.mark.parametrize(("path", "view"), [("rest", "api.py"), ("ui", "ui_chat_api.py")])
+def test_a_chat_message_walks_down_to_its_draft_row(transactional_db, path, view):
+    """Committed as in production: the run's task, executed in-process (no broker), runs
+    when the chat's transaction commits."""
+    import_sample_catalogue_if_empty()
+    frames = walk(path)
+
+    where = [
+        f"{frame.filename.rsplit('/', 2)[-2]}/{frame.filename.rsplit('/', 1)[-1]} {frame.name}"
+        for frame in frames
+    ]
+    assert f"conversations/{view} post" in where
+    assert (
+        where.index("conversations/services.py chat_send")
+        < where.index("conversations/tasks.py run_agent_task")
+        < where.index("conversations/loop.py _record_tool_result")
+    )
+    assert counts(frames)["round_trips"] == 0, "\n".join(where)
