@@ -60,7 +60,11 @@ def kept(graph: grimp.ImportGraph) -> dict[str, bool]:
         ("voices.selectors", "workspaces.access", "layers"),  # two apps of one layer
         ("providers.router", "voices.models", "layers"),  # the providers on the catalogue
         ("adstudio.wsgi", "providers.router", "layers"),  # only the settings may
-        ("conversations.tokens", "conversations.loop", "acyclic_siblings"),  # loop -> tokens
+        (
+            "conversations.tokens",
+            "conversations.loop",
+            "acyclic_siblings",
+        ),  # loop -> run_state -> tokens
         ("conversations.loop", "testbed.fake_openai", "forbidden"),  # the product on its fakes
         ("providers.resilience", "adstudio.observability.hooks", "forbidden"),
     ],
