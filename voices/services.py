@@ -12,16 +12,13 @@ from django.db import connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from voices.importing import (
-    FIELDS,
+from voices.catalogue_readers import (
     CatalogueFileError,
     CatalogueFormat,
     CatalogueReader,
-    RowError,
-    RowValidator,
-    VoiceRow,
     open_catalogue,
 )
+from voices.catalogue_rows import FIELDS, RowError, RowValidator, VoiceRow
 from voices.models import Voice
 
 # Fields an import writes besides the key; ``approved`` only when --approve (an import

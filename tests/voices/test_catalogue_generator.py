@@ -8,7 +8,7 @@ from collections import Counter
 from pathlib import Path
 
 from benchmarks.catalogue_generator import generate, main, to_elevenlabs, write
-from voices.importing import FIELDS
+from voices.catalogue_rows import FIELDS
 
 FIXTURE = Path(__file__).resolve().parents[2] / "voices" / "fixtures" / "sample_catalogue.json"
 

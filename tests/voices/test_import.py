@@ -15,7 +15,7 @@ from django.test.utils import CaptureQueriesContext
 
 from tests.voices.conftest import voice_row
 from voices import services
-from voices.importing import _is_http_url, _url_validator
+from voices.catalogue_rows import _is_http_url, _url_validator
 from voices.models import Voice
 from voices.services import ImportFailed, voice_import
 

@@ -7,7 +7,7 @@ import time
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from voices.importing import CatalogueFormat
+from voices.catalogue_readers import CatalogueFormat
 from voices.services import ImportFailed, ImportReport, voice_import
 
 
