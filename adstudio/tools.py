@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, model_validator
 from adstudio.json_schema import absent_not_default, lean_schema
 
 if TYPE_CHECKING:
-    from adstudio.db import Batch
+    from adstudio.batch import Batch
     from drafts.models import Ad
     from drafts.services import LatestVersions
 

@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import providers
-from adstudio.db import Batch, Fence, insert_rows, release_connection
+from adstudio.batch import Batch, Fence, insert_rows
+from adstudio.db import release_connection
 from adstudio.storable import without_nul
 from adstudio.tools import WrittenDraft
 from conversations.message_rows import row_fields

@@ -13,7 +13,8 @@ from django.db import DatabaseError
 
 import providers
 from adstudio import observability
-from adstudio.db import WriteConflict, release_connection
+from adstudio.batch import WriteConflict
+from adstudio.db import release_connection
 from adstudio.storable import without_nul
 from adstudio.tools import ToolContext
 from conversations import run_log

@@ -17,7 +17,7 @@ from django.db.models import F
 from django.utils import timezone
 
 import providers
-from adstudio.db import insert_rows
+from adstudio.batch import insert_rows
 from adstudio.log_context import bind
 from adstudio.refusals import StateConflict
 from conversations.heartbeat import notify_cancel

@@ -18,7 +18,7 @@ from django.db import InterfaceError, OperationalError, transaction
 from pydantic import BaseModel, ValidationError
 
 from adstudio import observability
-from adstudio.db import BatchMark, WriteConflict
+from adstudio.batch import BatchMark, WriteConflict
 from adstudio.tools import Tool, ToolContext, ToolError, ToolResult, WrittenDraft
 from drafts.tools import CREATE_MUSIC_DRAFT, CREATE_SFX_DRAFT, CREATE_VOICE_DRAFT, GET_CURRENT_STATE
 from providers import ToolCall, ToolSpec

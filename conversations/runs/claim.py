@@ -15,7 +15,8 @@ from django.db import InterfaceError, OperationalError, connection, transaction
 from django.utils import timezone
 
 import providers
-from adstudio.db import Batch, column, columns, from_row, prep, quote_name, uuid_param
+from adstudio.batch import Batch
+from adstudio.db import column, columns, from_row, prep, quote_name, uuid_param
 from conversations import run_log
 from conversations.locks import after_unfinished_params, after_unfinished_sql, run_lock
 from conversations.message_rows import history_rows_from, history_sql

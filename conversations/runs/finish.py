@@ -11,7 +11,8 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from adstudio import observability
-from adstudio.db import Add, Batch, column, fenced_writes, from_row, prep, quote_name, uuid_param
+from adstudio.batch import Add, Batch, fenced_writes
+from adstudio.db import column, from_row, prep, quote_name, uuid_param
 from conversations import run_log
 from conversations.models import Conversation, Message, Run, RunEvent, RunStatus, StopCause
 from conversations.run_log import RUN_COUNTERS, EventLog, RunLog

@@ -137,7 +137,7 @@ def test_rows_a_failed_handler_staged_are_not_written_with_its_error(ctx, monkey
     # In a run, a writing tool stages its draft in the call's batch, written with the
     # result; a handler that fails after staging must leave only its error result.
     import drafts.tools
-    from adstudio.db import Batch
+    from adstudio.batch import Batch
     from conversations.models import Conversation, Message
 
     conversation = Conversation.objects.create(ad=ctx.ad)
