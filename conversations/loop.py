@@ -37,9 +37,11 @@ from providers import ProviderError
 
 logger = logging.getLogger(__name__)
 
-# Resumes from the database per task; past that a history that will not come out whole
-# ends the run failed (a database that stays away leaves it to the recovery sweep).
-_MAX_RESUMES = 5
+# Times one task takes its run again from what the database holds (after a lost
+# connection or a write conflict); past that a history that will not come out whole ends
+# the run failed (a database that stays away leaves it to the recovery sweep). Not
+# ``Run.resumes``, which counts takeovers from dead workers (ADSTUDIO_RUN_MAX_RESUMES).
+_RECLAIMS_PER_TASK = 5
 _INCOMPLETE = "The run's stored history stayed incomplete; staff can see the details in the logs."
 
 
@@ -66,7 +68,7 @@ def _run_agent(run_id: uuid.UUID) -> None:
     resumes = 0
     while claim is not None:
         try:
-            _execute(claim, give_up=resumes >= _MAX_RESUMES)
+            _execute(claim, give_up=resumes >= _RECLAIMS_PER_TASK)
             return
         except _ResumeFromDatabase as reason:
             resumes += 1
