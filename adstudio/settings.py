@@ -73,6 +73,7 @@ INSTALLED_APPS = [
     "drafts",
     "providers",
     "conversations",
+    "evaluations",
     "adstudio.observability",  # traces and metrics, when configured (below)
 ]
 

@@ -31,12 +31,13 @@ def spoken_seconds(text: str, *, language: str) -> float:
     return words / WORDS_PER_SECOND.get(language, DEFAULT_WORDS_PER_SECOND)
 
 
-def script_seconds(tracks: list[tuple[str, str, float]], *, language: str) -> float:
-    """Estimated length of a voice script: ``tracks`` are ``(text, playAfter, overlap)``
-    with ``playAfter`` either "start" or "track-N" of an earlier track.
+def track_ends(tracks: list[tuple[str, str, float]], *, language: str) -> list[float]:
+    """When each track of a voice script ends, in seconds from the start: ``tracks`` are
+    ``(text, playAfter, overlap)`` with ``playAfter`` either "start" or "track-N" of an
+    earlier track.
 
     Each track starts when the one it follows ends, minus its overlap (a negative overlap
-    is a gap); a track after "start" starts at 0. The script ends with its last line.
+    is a gap); a track after "start" starts at 0.
     """
     ends: list[float] = []
     for text, play_after, overlap in tracks:
@@ -45,4 +46,9 @@ def script_seconds(tracks: list[tuple[str, str, float]], *, language: str) -> fl
         else:
             start = max(ends[int(play_after.removeprefix("track-"))] - overlap, 0.0)
         ends.append(start + spoken_seconds(text, language=language))
-    return round(max(ends, default=0.0), 1)
+    return ends
+
+
+def script_seconds(tracks: list[tuple[str, str, float]], *, language: str) -> float:
+    """Estimated length of a voice script (``track_ends``): it ends with its last line."""
+    return round(max(track_ends(tracks, language=language), default=0.0), 1)
