@@ -94,6 +94,7 @@ class TurnOutcome(_Strict):
 class AdOutcome(_Strict):
     """What one case's runs left behind, read back from the database."""
 
+    ad_id: str = ""
     conversation_id: str = ""
     language: str  # the ad's canonical language code
     market: str = ""

@@ -1,0 +1,260 @@
+"""Run a golden set through the director and keep the scores (docs/EVALUATIONS.md).
+
+    manage.py evaluate --dataset evals/golden.yaml [--provider P] [--model M]
+        [--compare RUN] [--concurrency N] [--max-cost USD] [--require NAME=RATE ...]
+
+Exit status 0 when every threshold is met, 1 when one is missed, 2 when the evaluation
+could not start (a bad set, an unknown provider, a cost estimate over --max-cost).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+import uuid
+from decimal import Decimal, InvalidOperation
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.db import connection
+
+import providers
+from conversations.prompts import PROMPT_VERSION
+from evaluations.cases import AdOutcome, CaseInput
+from evaluations.cost import estimated_cost
+from evaluations.datasets import InvalidGoldenSet, golden_set, golden_set_hash
+from evaluations.models import EvaluationRun, EvaluationStatus
+from evaluations.runner import CaseFailed, CaseSetup, run_case
+from evaluations.services import ALL, case_deltas, git_commit, result_record, run_finish
+
+EVALUATION_USER = "adstudio-evaluations"
+
+
+def _threshold(text: str) -> tuple[str, float]:
+    name, sep, rate = text.partition("=")
+    try:
+        value = float(rate.strip().removesuffix("%")) / (100 if rate.strip().endswith("%") else 1)
+    except ValueError:
+        value = -1.0
+    if not sep or not name.strip() or not 0 <= value <= 1:
+        raise CommandError(
+            f"--require {text!r}: expected NAME=RATE with a rate from 0 to 1 (or 0% to 100%), "
+            f"e.g. ScriptInLanguage=0.9 or {ALL}=1",
+            returncode=2,
+        )
+    return name.strip(), value
+
+
+class Command(BaseCommand):
+    help = "Run a golden set of briefs through the director, score each ad, keep the run."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--dataset", required=True, help="A golden set, e.g. evals/golden.yaml")
+        parser.add_argument("--provider", choices=providers.PROVIDER_NAMES, default=None)
+        parser.add_argument("--model", default="", help="The provider's model (in-process runs)")
+        parser.add_argument("--compare", default="", help="An earlier evaluation run's id")
+        parser.add_argument("--concurrency", type=int, default=1)
+        parser.add_argument("--max-cost", default="", help="USD: refuse or stop past it")
+        parser.add_argument(
+            "--require",
+            action="append",
+            default=[],
+            metavar="NAME=RATE",
+            help=f"A scorer's least pass rate (or {ALL}=RATE for every result); repeatable",
+        )
+        parser.add_argument("--timeout", type=float, default=600.0, help="Seconds per run")
+        parser.add_argument(
+            "--owner",
+            default=EVALUATION_USER,
+            help="The user the ads are made as (created if absent)",
+        )
+
+    def handle(self, *args, **options) -> None:
+        thresholds = dict(_threshold(t) for t in options["require"])
+        if options["concurrency"] < 1:
+            raise CommandError("--concurrency must be at least 1", returncode=2)
+        max_cost = self._max_cost(options["max_cost"])
+        try:
+            dataset = golden_set(options["dataset"])
+        except InvalidGoldenSet as exc:
+            raise CommandError(str(exc), returncode=2) from None
+        provider, model = options["provider"], options["model"]
+        if model:
+            self._use_model(provider, model)
+        if provider:
+            try:
+                providers.route(language="en", requested=provider)
+            except providers.ProviderUnavailable as exc:
+                raise CommandError(f"--provider {provider}: {exc}", returncode=2) from None
+        baseline = self._baseline(options["compare"])
+
+        estimate = estimated_cost(dataset, provider=provider)
+        self.stdout.write(
+            f"{len(dataset.cases)} cases, {estimate.turns} turns on {estimate.describe()}: "
+            f"about ${estimate.usd:.4f} estimated"
+        )
+        if max_cost is not None and estimate.usd > max_cost:
+            raise CommandError(
+                f"the estimated cost ${estimate.usd:.4f} is over --max-cost ${max_cost}: "
+                "nothing was run",
+                returncode=2,
+            )
+
+        owner, _ = get_user_model().objects.get_or_create(
+            username=options["owner"], defaults={"is_active": False}
+        )
+        run = EvaluationRun.objects.create(
+            dataset_name=dataset.name or "",
+            dataset_path=options["dataset"],
+            dataset_hash=golden_set_hash(options["dataset"]),
+            provider=provider or "routed",
+            model=model or estimate.model,
+            prompt_version=PROMPT_VERSION,
+            git_commit=git_commit(),
+            compared_with=baseline,
+        )
+        self.stdout.write(f"Evaluation run {run.pk}")
+        setup = CaseSetup(owner=owner, provider=provider, run_timeout_s=options["timeout"])
+        names = {id(case.inputs): case.name for case in dataset.cases}
+        progress = _Progress(self.stdout, total=len(dataset.cases), max_cost=max_cost)
+
+        def run_one(inputs: CaseInput) -> AdOutcome:
+            name = names.get(id(inputs), inputs.brief.clientDescription)
+            if progress.stopped.is_set():
+                raise CaseFailed("not run: the --max-cost guard stopped the evaluation")
+            started = time.monotonic()
+            try:
+                outcome = run_case(inputs, setup)
+            except Exception as exc:
+                progress.ran(name, f"failed: {exc}", Decimal(0))
+                raise
+            finally:
+                connection.close()  # this thread's: the next case may run on another
+            cost = Decimal(str(sum(t.cost_usd for t in outcome.turns)))
+            statuses = ", ".join(t.status for t in outcome.turns)
+            progress.ran(name, f"{statuses} in {time.monotonic() - started:.1f} s", cost)
+            return outcome
+
+        async def task(inputs: CaseInput) -> AdOutcome:
+            return await asyncio.to_thread(run_one, inputs)
+
+        report = asyncio.run(
+            dataset.evaluate(
+                task, name=run.dataset_name, max_concurrency=options["concurrency"], progress=False
+            )
+        )
+        for case in report.cases:
+            scores = {
+                name: {"value": result.value, "reason": result.reason or ""}
+                for group in (case.assertions, case.scores, case.labels)
+                for name, result in group.items()
+            }
+            result_record(
+                run,
+                case_name=case.name,
+                inputs=case.inputs.model_dump(mode="json"),
+                scores=scores,
+                ad_id=case.output.ad_id,
+                conversation_id=case.output.conversation_id,
+                duration_s=case.task_duration,
+            )
+        for failure in report.failures:
+            result_record(
+                run,
+                case_name=failure.name,
+                inputs=failure.inputs.model_dump(mode="json"),
+                scores={},
+                error=failure.error_message,
+            )
+        status = (
+            EvaluationStatus.STOPPED if progress.stopped.is_set() else EvaluationStatus.FINISHED
+        )
+        missed = run_finish(run, status=status, thresholds=thresholds)
+        self._report(run, baseline, missed)
+        if missed:
+            raise CommandError("thresholds missed: " + "; ".join(missed), returncode=1)
+
+    def _max_cost(self, text: str) -> Decimal | None:
+        if not text:
+            return None
+        try:
+            value = Decimal(text)
+        except InvalidOperation:
+            value = Decimal(-1)
+        if not value.is_finite() or value < 0:
+            raise CommandError(
+                f"--max-cost {text!r}: expected an amount in USD such as 2.50", returncode=2
+            )
+        return value
+
+    def _use_model(self, provider: str | None, model: str) -> None:
+        if not provider:
+            raise CommandError(
+                "--model needs --provider: the model of which provider?", returncode=2
+            )
+        if not settings.CELERY_TASK_ALWAYS_EAGER:
+            raise CommandError(
+                "--model sets the model of runs executed in this process; with a broker the "
+                "workers run them with their own setting: set it there (docs/providers.md)",
+                returncode=2,
+            )
+        entries = {**settings.ADSTUDIO_PROVIDERS}
+        entries[provider] = {**entries.get(provider, {}), "model": model}
+        settings.ADSTUDIO_PROVIDERS = entries
+
+    def _baseline(self, run_id: str) -> EvaluationRun | None:
+        if not run_id:
+            return None
+        try:
+            return EvaluationRun.objects.get(pk=uuid.UUID(run_id))
+        except (ValueError, EvaluationRun.DoesNotExist):
+            raise CommandError(
+                f"--compare {run_id!r}: no such evaluation run", returncode=2
+            ) from None
+
+    def _report(
+        self, run: EvaluationRun, baseline: EvaluationRun | None, missed: list[str]
+    ) -> None:
+        self.stdout.write(
+            f"\n{run.get_status_display()}: {run.dataset_name}, {run.provider}/{run.model}"
+        )
+        for name, figures in run.summary.items():
+            if "passRate" in figures:
+                value = f"{figures['passRate']:.0%} passed"
+            else:
+                value = f"mean {figures['mean']:g}"
+            self.stdout.write(f"  {name:<22} {value:>14}  ({figures['cases']} cases)")
+        if baseline is not None:
+            deltas = case_deltas(run, baseline)
+            self.stdout.write(f"\nAgainst {baseline.pk}: {len(deltas)} cases changed")
+            for row in deltas:
+                mark = "REGRESSED " if row["regressions"] else ""
+                changed = ", ".join(
+                    f"{name} {change['before']} -> {change['after']}"
+                    for name, change in row["changes"].items()
+                )
+                self.stdout.write(f"  {mark}{row['case']}: {changed}")
+        for line in missed:
+            self.stdout.write(self.style.ERROR(f"  missed: {line}"))
+
+
+class _Progress:
+    """A line per finished case, and the cost guard's account."""
+
+    def __init__(self, out, *, total: int, max_cost: Decimal | None) -> None:
+        self.out, self.total, self.max_cost = out, total, max_cost
+        self.done, self.spent = 0, Decimal(0)
+        self.stopped = threading.Event()
+        self._lock = threading.Lock()
+
+    def ran(self, name: str, how: str, cost: Decimal) -> None:
+        with self._lock:
+            self.done += 1
+            self.spent += cost
+            self.out.write(f"[{self.done}/{self.total}] {name}: {how} (${self.spent:.4f} so far)")
+            if self.max_cost is not None and self.spent >= self.max_cost:
+                if not self.stopped.is_set():
+                    self.out.write(f"--max-cost ${self.max_cost} reached: no further case starts")
+                self.stopped.set()

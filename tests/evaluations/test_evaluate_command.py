@@ -1,0 +1,158 @@
+"""``manage.py evaluate``: a golden set through the real loop (in-process, and through a
+real worker), kept as an evaluation run with a result per case; its exit statuses; the
+cost guard that refuses a run before anything is made."""
+
+from __future__ import annotations
+
+from io import StringIO
+from pathlib import Path
+
+import pytest
+import yaml
+from django.core.management import CommandError, call_command
+
+from conversations.models import Conversation, Run
+from drafts.models import Ad
+from evaluations.datasets import golden_set_hash
+from evaluations.models import EvaluationResult, EvaluationRun
+
+ROOT = Path(__file__).resolve().parents[2]
+PASS_FAIL_NAMES = {
+    "RunsSucceeded",
+    "AllKindsDrafted",
+    "CleanToolCalls",
+    "VoicesInLanguage",
+    "ScriptInLanguage",
+    "ScriptFitsSlot",
+    "music_instrumental",
+    "music_length",
+    "SfxInsideAd",
+}
+NUMBERS = {"tokens", "cost_usd", "latency_s", "rounds"}
+
+
+@pytest.fixture
+def small_set(tmp_path) -> Path:
+    """Two cases of the golden set: a first turn and a refinement."""
+    golden = yaml.safe_load((ROOT / "evals/golden.yaml").read_text())
+    wanted = {"th-streaming-family-30", "th-streaming-family-30-upbeat-music"}
+    cases = [case for case in golden["cases"] if case["name"] in wanted]
+    path = tmp_path / "small.yaml"
+    path.write_text(yaml.safe_dump({"name": "small", "cases": cases}, allow_unicode=True))
+    return path
+
+
+@pytest.fixture
+def catalogue(transactional_db):
+    call_command(
+        "import_voices",
+        str(ROOT / "voices/fixtures/sample_catalogue.json"),
+        "--approve",
+        verbosity=0,
+    )
+
+
+def evaluate(*args: str) -> str:
+    out = StringIO()
+    call_command("evaluate", *args, stdout=out)
+    return out.getvalue()
+
+
+def assert_kept(run: EvaluationRun, dataset: Path) -> None:
+    assert run.status == "finished" and run.finished_at is not None
+    assert (run.dataset_name, run.dataset_hash) == ("small", golden_set_hash(dataset))
+    assert run.model == "demo-director" and run.prompt_version
+    results = {r.case_name: r for r in EvaluationResult.objects.filter(run=run)}
+    assert set(results) == {"th-streaming-family-30", "th-streaming-family-30-upbeat-music"}
+    first, refined = (
+        results["th-streaming-family-30"],
+        results["th-streaming-family-30-upbeat-music"],
+    )
+    assert set(first.scores) == PASS_FAIL_NAMES | NUMBERS  # no refinement scores: not asked
+    assert set(refined.scores) == PASS_FAIL_NAMES | NUMBERS | {
+        "RefinementScope",
+        "RefinementDirection",
+    }
+    assert all(isinstance(s["reason"], str) for s in first.scores.values())
+    assert first.passed == all(
+        s["value"] for s in first.scores.values() if isinstance(s["value"], bool)
+    )
+    for result in results.values():  # each links to the conversation its runs made
+        conversation = Conversation.objects.get(pk=result.conversation_id)
+        assert conversation.ad_id == result.ad_id
+        assert Ad.objects.get(pk=result.ad_id).language == "th"
+    assert Run.objects.filter(conversation_id=refined.conversation_id).count() == 2
+    assert run.summary["RunsSucceeded"] == {"passRate": 1.0, "cases": 2}
+    assert run.summary["RefinementScope"]["cases"] == 1
+
+
+def test_a_set_runs_in_process_and_is_kept(catalogue, small_set):
+    out = evaluate("--dataset", str(small_set), "--require", "RunsSucceeded=1")
+
+    run = EvaluationRun.objects.get()
+    assert_kept(run, small_set)
+    assert run.thresholds == {"RunsSucceeded": 1.0} and run.thresholds_met is True
+    assert "[2/2]" in out and "RunsSucceeded" in out
+
+
+@pytest.mark.worker
+def test_a_set_runs_through_a_real_worker(worker, catalogue, small_set):
+    evaluate("--dataset", str(small_set), "--provider", "demo", "--timeout", "60")
+
+    run = EvaluationRun.objects.get()
+    assert run.provider == "demo"
+    assert_kept(run, small_set)
+    assert all(r.status == "succeeded" for r in Run.objects.all())
+
+
+def test_a_missed_threshold_exits_1_and_a_comparison_lists_what_changed(catalogue, small_set):
+    evaluate("--dataset", str(small_set))
+    first = EvaluationRun.objects.get()
+    with pytest.raises(CommandError) as missed:
+        evaluate(
+            "--dataset", str(small_set), "--compare", str(first.pk), "--require", "Nothing=0.5"
+        )
+    assert missed.value.returncode == 1
+    assert "Nothing: no pass/fail result of that name" in str(missed.value)
+    second = EvaluationRun.objects.exclude(pk=first.pk).get()
+    assert second.compared_with == first and second.thresholds_met is False
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["--require", "ScriptInLanguage=2"], "expected NAME=RATE"),
+        (["--model", "gpt-4.1"], "--model needs --provider"),
+        (["--compare", "not-a-run"], "no such evaluation run"),
+        (["--max-cost", "lots"], "expected an amount in USD"),
+        (["--concurrency", "0"], "--concurrency must be at least 1"),
+    ],
+)
+def test_bad_options_exit_2_and_nothing_is_run(db, small_set, args, says):
+    with pytest.raises(CommandError) as refused:
+        evaluate("--dataset", str(small_set), *args)
+    assert refused.value.returncode == 2 and says in str(refused.value)
+    assert not EvaluationRun.objects.exists() and not Ad.objects.exists()
+
+
+def test_a_bad_set_names_the_case_and_field(db, tmp_path):
+    path = tmp_path / "bad.yaml"
+    path.write_text("name: bad\ncases:\n- name: one\n  inputs:\n    brief: {language: th}\n")
+    with pytest.raises(CommandError) as refused:
+        evaluate("--dataset", str(path))
+    assert refused.value.returncode == 2
+    assert "case 'one': inputs.brief.clientDescription: Field required" in str(refused.value)
+
+
+def test_the_cost_guard_refuses_a_run_estimated_over_it(db, small_set, settings):
+    settings.ADSTUDIO_PROVIDERS = {
+        **settings.ADSTUDIO_PROVIDERS,
+        "openai": {"api_key": "sk-test", "base_url": "http://127.0.0.1:9/v1", "model": "gpt-4.1"},
+    }
+    settings.ADSTUDIO_MODEL_PRICES = {"gpt-4.1": {"input": 2.0, "cached_input": 0.5, "output": 8.0}}
+    with pytest.raises(CommandError) as refused:
+        evaluate("--dataset", str(small_set), "--provider", "openai", "--max-cost", "0.01")
+    # 3 turns x (9,000 x $2 + 1,200 x $8) per million tokens = $0.0828
+    assert refused.value.returncode == 2
+    assert "estimated cost $0.0828 is over --max-cost $0.01: nothing was run" in str(refused.value)
+    assert not EvaluationRun.objects.exists() and not Ad.objects.exists()
