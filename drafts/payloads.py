@@ -124,7 +124,7 @@ def summary_of(version: Version) -> str:
             f"{clip_words(fx.description, 40)} ({_placement(fx.placement)})"
             for fx in version.soundFxPrompts
         )
-        line = f"Sound effects: {effects}"
+        line = f"Sound effects: {effects or 'none'}"
     else:
         raise TypeError(f"not a version shape: {type(version).__name__}")
     return clip_words(line, SUMMARY_CHARS)

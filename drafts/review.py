@@ -11,8 +11,8 @@ import difflib
 from dataclasses import dataclass
 from typing import Any
 
+from adstudio.speech import spoken_seconds
 from drafts.models import Draft, DraftKind
-from drafts.speech import spoken_seconds
 
 
 def _seconds(value: float) -> str:

@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator
 
+from adstudio.speech import script_seconds
 from adstudio.tools import (
     Tool,
     ToolArgs,
@@ -37,7 +38,6 @@ from drafts.payloads import (
 )
 from drafts.selectors import draft_latest, draft_state
 from drafts.services import draft_create
-from drafts.speech import script_seconds
 from voices.selectors import approved_voices_by_id
 
 MAX_OVERLAP_S = 10
@@ -98,7 +98,9 @@ class SfxPromptArgs(ToolArgs):
 
 
 class CreateSfxDraftArgs(ToolArgs):
-    prompts: list[SfxPromptArgs] = Field(min_length=1, max_length=10)
+    prompts: list[SfxPromptArgs] = Field(
+        max_length=10, description="Empty for an ad with no sound effects."
+    )
 
 
 class GetCurrentStateArgs(ToolArgs):

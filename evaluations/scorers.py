@@ -13,7 +13,7 @@ from typing import Any
 
 from pydantic_evals.evaluators import EvaluationReason, Evaluator, EvaluatorContext
 
-from drafts.speech import script_seconds, track_ends
+from adstudio.speech import script_seconds, track_ends
 from evaluations.cases import KINDS, AdOutcome, CaseInput, CaseMetadata
 from evaluations.script_language import script_language
 
@@ -118,7 +118,7 @@ class ScriptInLanguage(Evaluator[CaseInput, AdOutcome, CaseMetadata]):
 
 @dataclass
 class ScriptFitsSlot(Evaluator[CaseInput, AdOutcome, CaseMetadata]):
-    """The script's estimated length (drafts.speech, as the voice tool estimates it) is
+    """The script's estimated length (adstudio.speech, as the voice tool estimates it) is
     between ``low`` and ``high`` of the ad's duration: room for the music to open and
     close, and not a script that runs past the slot."""
 

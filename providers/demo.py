@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from adstudio.speech import spoken_seconds
 from providers.base import (
     AssistantMessage,
     GenerateRequest,
@@ -26,13 +27,14 @@ from providers.base import (
     Usage,
     UserMessage,
 )
+from providers.demo_lines import brand_of, lines_for
 
 DEMO_MODEL = "demo-director"
-# Languages whose scripts are sized in characters rather than words.
-CHARACTER_LANGUAGES = {"th", "zh", "ja"}
-WORDS_PER_SECOND = 2.5
-CHARS_PER_SECOND = 7.0
 MIN_DURATION, MAX_DURATION = 10, 60
+# The share of the ad its script takes to say: room for the music to open and close.
+SCRIPT_SHARE = 0.88
+# A shorter or longer script stays within the slot (three quarters of it at least).
+MIN_SCRIPT_SHARE, MAX_SCRIPT_SHARE = 0.8, 0.97
 
 DEMO_NOTE = (
     "(This is AdStudio's offline demo director, a rule-based stand-in that needs no API key. "
@@ -90,9 +92,12 @@ class _History:
     # Calls of the current turn (after the latest user message), in order, with results.
     turn_calls: list[tuple[ToolCall, dict[str, Any] | None]] = field(default_factory=list)
     turn_rounds: int = 0
-    # The latest successful call of each tool anywhere in the history.
+    # The latest successful call of each tool anywhere in the history, and before this turn.
     last_args: dict[str, dict[str, Any]] = field(default_factory=dict)
+    prior_args: dict[str, dict[str, Any]] = field(default_factory=dict)
     voices: list[dict[str, Any]] = field(default_factory=list)
+    # Every voice any search found, by id: its gender.
+    voice_genders: dict[str, str] = field(default_factory=dict)
     sfx_drafts: int = 0
 
 
@@ -130,6 +135,7 @@ def _read_history(messages: tuple[Message, ...], *, tools_allowed: bool = True) 
         latest_user=latest_text,
         is_first_turn=parse_brief(latest_text) is not None,
     )
+    turn_voices: list[dict[str, Any]] = []
     for index, message in enumerate(messages):
         if not isinstance(message, AssistantMessage):
             continue
@@ -142,10 +148,20 @@ def _read_history(messages: tuple[Message, ...], *, tools_allowed: bool = True) 
             if result is None or "error" in result:
                 continue
             history.last_args[call.name] = call.arguments
+            if index < latest:
+                history.prior_args[call.name] = call.arguments
             if call.name == "search_voices" and result.get("voices"):
-                history.voices = [v for v in result["voices"] if isinstance(v, dict)]
+                found = [v for v in result["voices"] if isinstance(v, dict)]
+                for voice in found:
+                    history.voice_genders[str(voice.get("id"))] = str(voice.get("gender", ""))
+                if index > latest:  # this turn's searches, together
+                    turn_voices += [v for v in found if v not in turn_voices]
+                else:
+                    history.voices = found
             if call.name == "create_sfx_draft":
                 history.sfx_drafts += 1
+    if turn_voices:
+        history.voices = turn_voices
     return history
 
 
@@ -159,6 +175,10 @@ _INTENT_WORDS = {
     "sfx": r"sfx|sound effects?|effects?|whoosh|chime|jingle sound",
     "shorter": r"shorter|shorten|too long|trim|cut it down|cut down",
     "longer": r"longer|lengthen|extend|too short",
+    # "the script is too long": the lines change, not the ad's length
+    "script": r"script|lines?|copy|text|voice-?over|wording",
+    "no_sfx": r"(?:no|without|remove|drop|lose|skip)\s+(?:the\s+|any\s+)?"
+    r"(?:sound\s+)?(?:effects?|sfx)",
 }
 _MOODS = (
     "upbeat",
@@ -202,43 +222,6 @@ def _requested_gender(text: str) -> str | None:
 
 # --- writing -----------------------------------------------------------------------------
 
-# Short sentences, so lines can be filled close to their size in whole sentences.
-_CALM_LINES = (
-    "One plan for all of {audience}.",
-    "Everyone gets an account of their own.",
-    "Your picks, their picks, no ads.",
-    "Morning drives sound better together.",
-    "Homework hours get a soundtrack.",
-    "Set it up in minutes.",
-    "Invite the whole family.",
-    "No more arguing over the next song.",
-    "There is room for all of you.",
-    "Simple, shared, and made for the way you live.",
-)
-_ENERGETIC_LINES = (
-    "Made for {audience}!",
-    "One plan, everyone on board!",
-    "Zero ads, all your favourites!",
-    "Road trips, parties, kitchen dance breaks!",
-    "Turn it up together!",
-    "Sign up in minutes!",
-    "Bring the whole crew!",
-    "Never miss a beat!",
-    "Everyone picks, everyone plays!",
-    "Big sound, small price, right now!",
-)
-_SHORT_CTA = {
-    False: "Try {client} today.",
-    True: "Get {client} now!",
-}
-_OPENER = {
-    False: "Meet {client}.",
-    True: "{client} is here!",
-}
-_CTA = {
-    False: "Try {client} today and hear the difference together.",
-    True: "Get {client} now and start the party today!",
-}
 _SFX_SETS = (
     (
         ("bright notification chime to open the spot", {"type": "start"}, 1.5),
@@ -255,72 +238,51 @@ _SFX_SETS = (
 )
 
 
-def _units(text: str, language: str) -> int:
-    return len(text) if language in CHARACTER_LANGUAGES else len(text.split())
+def script_lines(
+    brief: Brief, duration: int, *, energetic: bool = False, share: float = SCRIPT_SHARE
+) -> list[str]:
+    """Lines in the ad's language (``providers.demo_lines``) that take about ``share`` of
+    ``duration`` to say, as the voice tool estimates it (``adstudio.speech``): the first
+    opens with the brand, the last is the call to action naming it. Sentences go to the
+    line with least so far, while one brings the script closer to its target."""
+    bank = lines_for(brief.language)
+    brand = brand_of(brief.client)
 
+    def say(text: str) -> float:
+        return spoken_seconds(text, language=brief.language)
 
-def _fit(text: str, budget: int, language: str) -> str:
-    """Cut ``text`` to ``budget`` words (or characters): at a sentence end if one fits,
-    else at a word boundary, keeping the line's tone (! or .).
-    """
-    sentences = re.split(r"(?<=[.!?])\s+", text.strip())
-    kept: list[str] = []
-    for sentence in sentences:
-        if _units(" ".join([*kept, sentence]), language) > budget:
-            break
-        kept.append(sentence)
-    if kept:
-        return " ".join(kept)
-    words = text.split()
-    while len(words) > 3 and _units(" ".join(words), language) > budget:
-        words.pop()
-    ending = "!" if text.rstrip().endswith("!") else "."
-    fitted = " ".join(words).rstrip(",;:.!?")
-    return fitted + ending
-
-
-def script_lines(brief: Brief, duration: int, *, energetic: bool = False) -> list[str]:
-    """Script lines for ``duration`` seconds: ~2.5 words/s, or ~7 characters/s for th/zh/ja.
-
-    The lines are English with the client's name (it is a demo): the first line opens with
-    it and the last line is the call to action naming it.
-    """
-    language = brief.language
-    speaking = duration * 0.9  # leave room for the music in and out
-    per_second = CHARS_PER_SECOND if language in CHARACTER_LANGUAGES else WORDS_PER_SECOND
-    budget = max(8, round(speaking * per_second))
     count = 2 if duration < 20 else 4 if duration < 45 else 6
-    bank = [
-        s.format(client=brief.client, audience=brief.audience)
-        for s in (_ENERGETIC_LINES if energetic else _CALM_LINES)
-    ]
-    opener = _OPENER[energetic].format(client=brief.client)
-    cta = _CTA[energetic].format(client=brief.client)
-    if _units(cta, language) > budget * 0.3:
-        cta = _SHORT_CTA[energetic].format(client=brief.client)
-    cursor = 0
+    opener = bank.opener[energetic].format(brand=brand)
+    cta = bank.cta[energetic].format(brand=brand)
+    body: list[list[str]] = [[opener]] + [[] for _ in range(count - 2)]
+    seconds = [say(opener)] + [0.0] * (count - 2)
+    room = share * duration - sum(seconds) - say(cta)  # to the target
+    limit = 0.99 * duration - sum(seconds) - say(cta)  # to the end of the slot
+    sentences = bank.energetic if energetic else bank.calm
+    turn = 0
+    while True:
+        # The next sentence (in the bank's order) that brings the script closer to its
+        # target without running past the slot.
+        ordered = [sentences[(turn + n) % len(sentences)] for n in range(len(sentences))]
+        fitting = [x for x in ordered if say(x) < 2 * room and say(x) <= limit]
+        if not fitting:
+            break
+        line = seconds.index(min(seconds))
+        body[line].append(fitting[0])
+        seconds[line] += say(fitting[0])
+        room -= say(fitting[0])
+        limit -= say(fitting[0])
+        turn = (sentences.index(fitting[0]) + 1) % len(sentences)
+    return [bank.join(parts) for parts in body if parts] + [cta]
 
-    def filled(start: str, target: int) -> str:
-        """Whole sentences while they bring the line closer to ``target``; cut if too long."""
-        nonlocal cursor
-        line = start
-        for _ in range(len(bank)):
-            candidate = f"{line} {bank[cursor % len(bank)]}".strip()
-            now, then = _units(line, language), _units(candidate, language)
-            if line and abs(then - target) >= abs(now - target):
-                break
-            line = candidate
-            cursor += 1
-        return line if _units(line, language) <= target * 1.25 else _fit(line, target, language)
 
-    lines: list[str] = []
-    remaining = budget - _units(cta, language)
-    for index in range(count - 1):  # each line takes its share of what is left
-        target = max(1, remaining // (count - 1 - index))
-        lines.append(filled(opener if index == 0 else "", target))
-        remaining -= _units(lines[-1], language)
-    lines.append(cta)
-    return lines
+def _script_share(history: _History, duration: int) -> float:
+    """How much of ``duration`` the voice draft before this turn takes to say."""
+    tracks = (history.prior_args.get("create_voice_draft") or {}).get("tracks") or []
+    text = " ".join(str(t.get("text", "")) for t in tracks if isinstance(t, dict))
+    if not text.strip():
+        return SCRIPT_SHARE
+    return spoken_seconds(text, language=history.brief.language) / duration
 
 
 def _pick_voices(
@@ -343,14 +305,58 @@ def _pick_voices(
     return ids * 2 if len(ids) == 1 else ids
 
 
-def _music_args(brief: Brief, duration: int, text: str, *, energetic: bool) -> dict[str, Any]:
-    moods = [m for m in _MOODS if re.search(rf"\b{m}\b", text.lower())]
+def _swap_asked(text: str) -> bool:
+    """ "Swap the female voice" (one voice for another), not "use male voices" (a new cast)."""
+    lowered = text.lower()
+    return bool(re.search(r"\b(?:swap|replace|change)\b", lowered)) and not re.search(
+        r"\bvoices\b", lowered
+    )
+
+
+def _swap_voices(
+    previous: list[str], found: list[dict[str, Any]], gender: str, genders: dict[str, str]
+) -> list[str]:
+    """The script's voices with each voice of ``gender`` replaced by another of that
+    gender from the latest search ("swap the female voice"); the others kept. With no
+    voice of that gender in the script, voices of that gender (``_pick_voices``)."""
+    fresh = [
+        str(v["id"])
+        for v in found
+        if v.get("gender") == gender and str(v.get("id")) not in previous
+    ]
+    swapped = [
+        fresh.pop(0) if genders.get(voice_id) == gender and fresh else voice_id
+        for voice_id in previous
+    ]
+    if swapped == previous:
+        return _pick_voices(found, gender=gender, avoid=frozenset(previous))
+    return swapped
+
+
+_CALM_MOODS = {"calm", "chill", "relaxed"}
+
+
+def _music_args(
+    brief: Brief, duration: int, text: str, *, energetic: bool, previous: str = ""
+) -> dict[str, Any]:
+    """A music prompt with a tempo: livelier or calmer than ``previous`` (the last music
+    prompt) when the person asked for it, so "more upbeat" is heard, not only read."""
+    moods = [m for m in _MOODS if re.search(rf"\b{m}(?:er)?\b", text.lower())]
     if energetic and "upbeat" not in moods:
         moods = ["high-energy", "upbeat", *moods]
+    calm = bool(_CALM_MOODS & set(moods))
+    lively = energetic or "upbeat" in moods
+    old_bpm = re.search(r"(\d{2,3}) bpm", previous)
+    if old_bpm:
+        bpm = int(old_bpm.group(1)) + (16 if lively else -16 if calm else 0)
+    else:
+        bpm = 124 if lively else 80 if calm else 100
+    bpm = max(60, min(170, bpm))
     mood = ", ".join(moods) if moods else "warm, modern"
     prompt = (
-        f"{mood.capitalize()} instrumental background music for a {duration}-second radio ad "
-        f"for {brief.client}, aimed at {brief.audience}; no vocals, leaves room for the voice-over"
+        f"{mood.capitalize()} instrumental background music at {bpm} bpm for a "
+        f"{duration}-second radio ad for {brief.client}, aimed at {brief.audience}; "
+        "no vocals, leaves room for the voice-over"
     )
     return {"prompt": prompt, "duration": duration}
 
@@ -407,6 +413,18 @@ def _decide(history: _History, offered: set[str]) -> tuple[list[tuple[str, dict]
     text = history.latest_user
     intents = {"voices", "music", "sfx"} if history.is_first_turn else _intents(text)
     duration = _current_duration(history)
+    share = SCRIPT_SHARE
+    if intents & {"shorter", "longer"} and "script" in intents:
+        # The lines are resized within the ad; past the slot's bounds the ad itself is.
+        current = _script_share(history, duration)
+        resized = (
+            max(MIN_SCRIPT_SHARE, current * 0.88)
+            if "shorter" in intents
+            else min(MAX_SCRIPT_SHARE, current * 1.1)
+        )
+        if abs(resized - current) >= 0.025:  # room within the slot: the ad keeps its length
+            intents = (intents - {"shorter", "longer"}) | {"voice_length"}
+            share = resized
     if "shorter" in intents:
         duration = max(MIN_DURATION, round(duration * 2 / 3 / 5) * 5)
     if "longer" in intents:
@@ -418,11 +436,14 @@ def _decide(history: _History, offered: set[str]) -> tuple[list[tuple[str, dict]
     # "music with more energy" is about the music; "more energy" alone is about the whole spot.
     script_energy = energetic and ("music" not in intents or "voice" in intents)
     wanted: list[str] = []
-    if intents & {"voices", "voice", "shorter", "longer", "duration"} or script_energy:
+    if (
+        intents & {"voices", "voice", "voice_length", "shorter", "longer", "duration"}
+        or script_energy
+    ):
         wanted.append("create_voice_draft")
     if intents & {"music", "energy", "shorter", "longer", "duration"}:
         wanted.append("create_music_draft")
-    if intents & {"sfx"}:
+    if intents & {"sfx", "no_sfx"}:
         wanted.append("create_sfx_draft")
     if not offered:  # no tool may be called: say what this turn made, or sum up the text
         return [], _summary(history, duration) if history.turn_calls else _notes(history)
@@ -439,13 +460,18 @@ def _decide(history: _History, offered: set[str]) -> tuple[list[tuple[str, dict]
     searches = [(c, r) for c, r in history.turn_calls if c.name == "search_voices"]
     if needs_search and "search_voices" in offered:
         if not searches:
-            args: dict[str, Any] = {"language": brief.language, "count": 6}
-            if gender:
-                args["gender"] = gender
-            return [("search_voices", args)], ""
-        last_call, last_result = searches[-1]
-        if last_result is None or "error" in last_result or not last_result.get("voices"):
-            if {"gender", "style"} & set(last_call.arguments) and len(searches) < 2:
+            base: dict[str, Any] = {"language": brief.language, "count": 6}
+            if re.fullmatch(r"[A-Za-z]{2}", brief.market):  # the market's own voices
+                base["accent"] = f"{brief.language}-{brief.market.upper()}"
+            # A cast of both genders, unless the person named one.
+            genders = [gender] if gender else ["female", "male"]
+            return [("search_voices", {**base, "gender": g}) for g in genders], ""
+        if not any(
+            result and "error" not in result and result.get("voices") for _, result in searches
+        ):
+            last_result = searches[-1][1]
+            unfiltered = any(set(call.arguments) <= {"language", "count"} for call, _ in searches)
+            if not unfiltered:
                 return [("search_voices", {"language": brief.language, "count": 6})], ""
             return [], _no_voices(history, last_result)
 
@@ -455,28 +481,35 @@ def _decide(history: _History, offered: set[str]) -> tuple[list[tuple[str, dict]
         calls: list[tuple[str, dict]] = []
         for name in pending:
             if name == "create_voice_draft":
-                if "voice" in intents or history.is_first_turn or not previous_ids:
+                ids = previous_ids
+                if gender and previous_ids and _swap_asked(text):
+                    ids = _swap_voices(previous_ids, voices, gender, history.voice_genders)
+                elif "voice" in intents or history.is_first_turn or not previous_ids:
                     ids = _pick_voices(voices, gender=gender, avoid=frozenset(previous_ids))
-                else:
-                    ids = previous_ids
                 if not ids:
                     continue
-                lines = script_lines(brief, duration, energetic=energetic)
+                lines = script_lines(brief, duration, energetic=energetic, share=share)
                 tracks = [
                     {"voiceId": ids[i % len(ids)], "text": line} for i, line in enumerate(lines)
                 ]
                 calls.append((name, {"tracks": tracks}))
             elif name == "create_music_draft":
-                calls.append((name, _music_args(brief, duration, text, energetic=energetic)))
+                previous = str(
+                    (history.last_args.get("create_music_draft") or {}).get("prompt", "")
+                )
+                music = _music_args(brief, duration, text, energetic=energetic, previous=previous)
+                calls.append((name, music))
             elif name == "create_sfx_draft":
-                calls.append((name, _sfx_args(history.sfx_drafts)))
+                none = "no_sfx" in intents
+                calls.append((name, {"prompts": []} if none else _sfx_args(history.sfx_drafts)))
         if calls:
             return calls, ""
     return [], _summary(history, duration)
 
 
 def _current_duration(history: _History) -> int:
-    music = history.last_args.get("create_music_draft") or {}
+    """The ad's length before this turn (its music's), or the brief's."""
+    music = history.prior_args.get("create_music_draft") or {}
     duration = music.get("duration")
     return int(duration) if isinstance(duration, int | float) else history.brief.duration
 

@@ -7,9 +7,9 @@ import uuid
 import pytest
 from pydantic import ValidationError
 
+from adstudio.speech import spoken_seconds
 from adstudio.tools import ToolContext, ToolError, ToolResult
 from drafts.models import Draft
-from drafts.speech import spoken_seconds
 from drafts.tools import (
     CREATE_MUSIC_DRAFT,
     CREATE_SFX_DRAFT,

@@ -156,3 +156,14 @@ def test_the_cost_guard_refuses_a_run_estimated_over_it(db, small_set, settings)
     assert refused.value.returncode == 2
     assert "estimated cost $0.0828 is over --max-cost $0.01: nothing was run" in str(refused.value)
     assert not EvaluationRun.objects.exists() and not Ad.objects.exists()
+
+
+def test_the_demo_director_passes_the_golden_set(catalogue):
+    """The offline gate: every case of evals/golden.yaml, every scorer, on the demo."""
+    evaluate(
+        "--dataset", str(ROOT / "evals/golden.yaml"), "--require", "all=1", "--concurrency", "2"
+    )
+
+    run = EvaluationRun.objects.get()
+    assert run.thresholds_met is True
+    assert run.summary["cases passed"] == {"passRate": 1.0, "cases": 33}

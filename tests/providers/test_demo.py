@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from adstudio.speech import spoken_seconds
 from providers.base import (
     GenerateOptions,
     GenerateRequest,
@@ -112,7 +113,11 @@ def test_first_turn_searches_then_drafts_in_parallel_then_summarises():
 
     first, second, third = play_turn(history, BRIEF, Tools())
 
-    assert calls_of(first) == {"search_voices": {"language": "th", "count": 6}}
+    # a cast of both genders, the market's own voices
+    assert [(c.name, c.arguments) for c in first.message.tool_calls] == [
+        ("search_voices", {"language": "th", "count": 6, "accent": "th-TH", "gender": g})
+        for g in ("female", "male")
+    ]
     assert first.stop_reason is StopReason.TOOL_CALLS
     assert [c.name for c in second.message.tool_calls] == [
         "create_voice_draft",
@@ -133,20 +138,22 @@ def test_first_turn_searches_then_drafts_in_parallel_then_summarises():
     assert "offline demo director" in third.message.text
     assert "OPENAI_API_KEY" in third.message.text
     assert "- Voices v1: 4 script lines read by 2 voices, about 24.5 s." in third.message.text
-    assert "- Music v1: Warm, modern instrumental background music" in third.message.text
+    assert "- Music v1: Warm, modern instrumental background music at 100 bpm" in third.message.text
     assert (third.provider, third.usage.exact) == ("demo", False)
 
 
 @pytest.mark.parametrize(
-    ("language", "duration", "unit", "per_second"),
+    ("language", "duration", "says"),
     [
-        ("en", 30, "words", 2.5),
-        ("es", 15, "words", 2.5),
-        ("th", 30, "chars", 7.0),
-        ("zh", 60, "chars", 7.0),
+        ("en", 30, "Meet Spotify Premium."),
+        ("es", 15, "Conoce Spotify Premium."),
+        ("th", 30, "พบกับ Spotify Premium"),
+        ("zh", 60, "认识一下Spotify Premium。"),
+        ("ja", 30, "Spotify Premiumをご紹介します。"),
+        ("it", 30, "Meet Spotify Premium."),  # no lines of its own: English
     ],
 )
-def test_script_is_sized_to_the_duration(language, duration, unit, per_second):
+def test_the_script_is_in_the_ads_language_and_fills_the_slot(language, duration, says):
     brief = BRIEF.replace("Language: th", f"Language: {language}").replace(
         "Duration: 30 s", f"Duration: {duration} s"
     )
@@ -155,10 +162,9 @@ def test_script_is_sized_to_the_duration(language, duration, unit, per_second):
     _, drafts, _ = play_turn(history, brief, Tools([{**v, "language": language} for v in VOICES]))
 
     lines = [t["text"] for t in calls_of(drafts)["create_voice_draft"]["tracks"]]
-    size = sum(len(line.split()) if unit == "words" else len(line) for line in lines)
-    target = duration * 0.9 * per_second
-    assert 0.75 * target <= size <= 1.25 * target
-    assert "Spotify Premium family plan" in lines[0] and "Spotify Premium family plan" in lines[-1]
+    seconds = sum(spoken_seconds(line, language=language) for line in lines)
+    assert 0.8 * duration <= seconds <= 0.95 * duration
+    assert lines[0].startswith(says) and "Spotify Premium" in lines[-1]
 
 
 def test_same_history_same_answer():
@@ -171,9 +177,10 @@ def test_same_history_same_answer():
 def test_no_voices_for_the_language_ends_with_a_clear_message():
     history: list[Message] = []
 
-    first, second = play_turn(history, BRIEF, Tools(voices=[]))
+    first, retried, second = play_turn(history, BRIEF, Tools(voices=[]))
 
-    assert calls_of(first) == {"search_voices": {"language": "th", "count": 6}}
+    assert len(first.message.tool_calls) == 2  # by gender, in the market's locale
+    assert calls_of(retried) == {"search_voices": {"language": "th", "count": 6}}  # unfiltered
     assert second.message.tool_calls == ()
     assert "could not find voices for language 'th'" in second.message.text
     assert "drop the gender filter" in second.message.text
@@ -200,9 +207,23 @@ def test_voice_follow_up_searches_for_the_gender_and_swaps_voices():
 
     search, drafts, _ = play_turn(history, "Use male voices instead", tools)
 
-    assert calls_of(search) == {"search_voices": {"language": "th", "count": 6, "gender": "male"}}
+    assert calls_of(search) == {
+        "search_voices": {"language": "th", "count": 6, "gender": "male", "accent": "th-TH"}
+    }
     tracks = calls_of(drafts)["create_voice_draft"]["tracks"]
     assert {t["voiceId"] for t in tracks} == {"21", "22"}
+
+
+def test_swapping_one_voice_keeps_the_other():
+    history: list[Message] = []
+    tools = Tools()
+    play_turn(history, BRIEF, tools)  # Ploy (11, female) and Somchai (21, male)
+
+    _, drafts, _ = play_turn(history, "Swap the female voice for another one", tools)
+
+    tracks = calls_of(drafts)["create_voice_draft"]["tracks"]
+    assert {t["voiceId"] for t in tracks} == {"12", "21"}
+    assert list(calls_of(drafts)) == ["create_voice_draft"]
 
 
 def test_voice_search_with_a_filter_that_finds_nothing_is_retried_without_it():
@@ -339,3 +360,37 @@ def test_thanks_is_not_mistaken_for_a_request():
     (answer,) = play_turn(history, "Sounds great, thanks!", tools)
 
     assert answer.message.tool_calls == ()
+
+
+@pytest.mark.parametrize(
+    ("asked", "shorter"), [("The script is too long", True), ("Make the lines longer", False)]
+)
+def test_a_shorter_or_longer_script_keeps_the_ads_length(asked, shorter):
+    history: list[Message] = []
+    tools = Tools()
+    _, first, _ = play_turn(history, BRIEF, tools)
+
+    drafts, _ = play_turn(history, asked, tools)
+
+    def seconds(response) -> float:
+        tracks = calls_of(response)["create_voice_draft"]["tracks"]
+        return sum(spoken_seconds(t["text"], language="th") for t in tracks)
+
+    assert list(calls_of(drafts)) == ["create_voice_draft"]  # the music keeps its 30 s
+    assert (seconds(drafts) < seconds(first)) is shorter
+    assert 0.75 * 30 <= seconds(drafts) <= 30
+
+
+def test_calmer_music_slows_down_and_no_sound_effects_is_an_empty_version():
+    history: list[Message] = []
+    tools = Tools()
+    play_turn(history, BRIEF, tools)
+
+    calmer, _ = play_turn(history, "Make the music calmer", tools)
+    none, summary = play_turn(history, "No sound effects, please", tools)
+
+    assert calls_of(calmer)["create_music_draft"]["prompt"].startswith(
+        "Calm instrumental background music at 84 bpm"
+    )
+    assert calls_of(none) == {"create_sfx_draft": {"prompts": []}}
+    assert "Sound effects v2" in summary.message.text
