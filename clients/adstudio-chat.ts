@@ -106,7 +106,8 @@ export interface CreateSfxDraftTypes {
 }
 export interface CreateSfxDraftArgs {
   /**
-   * @minItems 1
+   * Empty for an ad with no sound effects.
+   *
    * @maxItems 10
    */
   prompts: SfxPromptArgs[];

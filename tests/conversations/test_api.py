@@ -40,7 +40,7 @@ def demo_only(settings, make_voice):
         name: {**entry, "api_key": ""} for name, entry in settings.ADSTUDIO_PROVIDERS.items()
     }
     for gender, name in (("male", "Somchai"), ("female", "Malee"), ("female", "Ploy")):
-        make_voice(language="th", gender=gender, name=name)
+        make_voice(language="th", locale="th-TH", gender=gender, name=name)
 
 
 @pytest.fixture
@@ -94,6 +94,7 @@ def test_the_web_client_story(api, user):
     assert seqs == list(range(1, len(seqs) + 1))
     started = [e["data"]["name"] for e in events["events"] if e["type"] == "tool_call.started"]
     assert started == [
+        "search_voices",  # female and male voices of the market
         "search_voices",
         "create_voice_draft",
         "create_music_draft",
@@ -104,7 +105,7 @@ def test_the_web_client_story(api, user):
     # the conversation as typed parts, tool results as their own messages
     messages = api.get(f"/api/ads/{ad['id']}/conversation").json()["results"]
     roles = [m["role"] for m in messages]
-    assert roles[:3] == ["user", "assistant", "tool"]
+    assert roles[:4] == ["user", "assistant", "tool", "tool"]
     call = messages[1]["parts"][0]
     result = messages[2]["parts"][0]
     assert call["type"] == "tool-call" and call["toolName"] == "search_voices"
@@ -115,7 +116,7 @@ def test_the_web_client_story(api, user):
         "result": result["result"],
         "isError": False,
     }
-    assert {v["name"] for v in result["result"]["voices"]} == {"Somchai", "Malee", "Ploy"}
+    assert {v["name"] for v in result["result"]["voices"]} == {"Malee", "Ploy"}  # the women
     same = api.get(f"/api/conversations/{conversation_id}/messages/").json()["results"]
     assert same == messages
 
@@ -423,7 +424,7 @@ def test_events_as_server_sent_events(api, ad):
     assert response["Content-Type"] == "text/event-stream"
     text = b"".join(response.streaming_content).decode()
     assert "event: run.started" in text
-    assert text.count("event: tool_call.finished") == 4
+    assert text.count("event: tool_call.finished") == 5
     blocks = [b for b in text.split("\n\n") if b.startswith("id: ")]
     last = dict(line.split(": ", 1) for line in blocks[-1].splitlines())
     assert last["event"] == "run.finished"
@@ -445,7 +446,7 @@ def test_stats_are_staff_only(api, staff_user, ad):
     assert demo["provider"] == "demo" and demo["runs"] == 1 and demo["roundsPerRun"] == 3
     tools = {t["tool"]: t for t in stats["tools"]}
     assert tools["search_voices"]["successRate"] == 1.0
-    assert stats["toolCalls"] == 4 and stats["argumentRepairRate"] == 0
+    assert stats["toolCalls"] == 5 and stats["argumentRepairRate"] == 0
 
 
 def test_swagger_ui_is_served(api):

@@ -1,0 +1,77 @@
+"""The golden set's offline evaluation, timed: ``manage.py evaluate`` on the demo director.
+
+    DATABASE_URL=postgres://postgres@127.0.0.1:5432/adstudio \\
+        .venv/bin/python -m benchmarks.evaluate [--runs 3] [--concurrency 1]
+        [--dataset evals/golden.yaml]
+
+Each run is the command as a person types it, in a process of its own, on a database of
+the benchmark's own (created, migrated, the sample catalogue imported) with no broker
+(runs execute in the command's process) and no provider key (the demo director). Prints
+each run's wall time and verdict, and the median. The bar: the whole set in < 60 s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+from benchmarks._bench_db import ROOT, bench_django, machine, write_results
+
+DATABASE = "adstudio_bench_evaluate"
+KEYS = ("OPENAI_API_KEY", "DASHSCOPE_API_KEY", "MOONSHOT_API_KEY", "ANTHROPIC_API_KEY")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--concurrency", type=int, default=1)
+    parser.add_argument("--dataset", default="evals/golden.yaml")
+    args = parser.parse_args()
+    for name in ("CELERY_BROKER_URL", *KEYS):
+        os.environ.pop(name, None)
+    url = bench_django(DATABASE)
+    from benchmarks.agent_loop import import_sample_catalogue_if_empty
+
+    import_sample_catalogue_if_empty()
+    env = {**os.environ, "DATABASE_URL": url}
+    command = [
+        sys.executable,
+        "manage.py",
+        "evaluate",
+        "--dataset",
+        args.dataset,
+        "--concurrency",
+        str(args.concurrency),
+        "--require",
+        "all=1",
+    ]
+    times = []
+    for n in range(1, args.runs + 1):
+        started = time.monotonic()
+        done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True)
+        seconds = time.monotonic() - started
+        times.append(seconds)
+        verdict = "every threshold met" if done.returncode == 0 else f"exit {done.returncode}"
+        print(f"run {n}: {seconds:.1f} s, {verdict}")
+        if done.returncode != 0:
+            print(done.stdout[-2000:], done.stderr[-2000:], sep="\n")
+    median = statistics.median(times)
+    print(f"median {median:.1f} s over {args.runs} runs (bar: < 60 s)")
+    write_results(
+        "evaluate",
+        {
+            "runs_s": [round(t, 2) for t in times],
+            "median_s": round(median, 2),
+            "concurrency": args.concurrency,
+            "dataset": args.dataset,
+            "machine": machine(),
+        },
+    )
+
+
+if __name__ == "__main__":
+    main()
