@@ -15,6 +15,8 @@ from providers.pricing import usage_cost
 # tokens over five calls, two turns): four model calls, the history growing with each.
 PROMPT_TOKENS_PER_TURN = 9_000
 COMPLETION_TOKENS_PER_TURN = 1_200
+# A judge's call per case (evaluations.judge): the rubric, the brief and the ad.
+JUDGE_PROMPT_TOKENS, JUDGE_COMPLETION_TOKENS = 1_500, 100
 
 
 @dataclass(frozen=True)
@@ -31,7 +33,9 @@ class CostEstimate:
         return ", ".join(self.models) or "no model"
 
 
-def estimated_cost(dataset: GoldenSet, *, provider: str | None) -> CostEstimate:
+def estimated_cost(
+    dataset: GoldenSet, *, provider: str | None, judge: str | None = None
+) -> CostEstimate:
     turns, usd, models = 0, Decimal(0), []
     usage = providers.Usage(
         prompt_tokens=PROMPT_TOKENS_PER_TURN, completion_tokens=COMPLETION_TOKENS_PER_TURN
@@ -48,4 +52,10 @@ def estimated_cost(dataset: GoldenSet, *, provider: str | None) -> CostEstimate:
         usd += case_turns * usage_cost(model=binding.model, usage=usage)
         if binding.model not in models:
             models.append(binding.model)
+    if judge:
+        judging = providers.Usage(
+            prompt_tokens=JUDGE_PROMPT_TOKENS, completion_tokens=JUDGE_COMPLETION_TOKENS
+        )
+        model = providers.route(language="en", requested=judge)[0].model
+        usd += len(dataset.cases) * usage_cost(model=model, usage=judging)
     return CostEstimate(turns=turns, usd=usd, models=tuple(models))

@@ -40,13 +40,15 @@ def score_names(*runs_results: list[EvaluationResult]) -> list[str]:
 
 @dataclass
 class Cell:
-    value: Any = None  # True/False, a number, or None: not scored for this case
+    value: Any = None  # True/False, a number, a label, or None: not scored for this case
     reason: str = ""
 
     @property
     def kind(self) -> str:
         if isinstance(self.value, bool):
             return "pass" if self.value else "fail"
+        if isinstance(self.value, str):
+            return "label"
         return "none" if self.value is None else "number"
 
 

@@ -71,8 +71,9 @@ def summary_of(results: list[EvaluationResult]) -> dict[str, dict[str, float]]:
             value = score["value"]
             if isinstance(value, bool):
                 verdicts.setdefault(name, []).append(value)
-            else:
+            elif isinstance(value, int | float):
                 numbers.setdefault(name, []).append(float(value))
+            # a label (text) has no rate or mean
     summary: dict[str, dict[str, float]] = {
         name: {"passRate": round(sum(v) / len(v), 4), "cases": len(v)}
         for name, v in sorted(verdicts.items())

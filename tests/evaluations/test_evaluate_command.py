@@ -15,6 +15,7 @@ from conversations.models import Conversation, Run
 from drafts.models import Ad
 from evaluations.datasets import golden_set_hash
 from evaluations.models import EvaluationResult, EvaluationRun
+from testbed.fake_openai import turn
 
 ROOT = Path(__file__).resolve().parents[2]
 PASS_FAIL_NAMES = {
@@ -126,6 +127,8 @@ def test_a_missed_threshold_exits_1_and_a_comparison_lists_what_changed(catalogu
         (["--compare", "not-a-run"], "no such evaluation run"),
         (["--max-cost", "lots"], "expected an amount in USD"),
         (["--concurrency", "0"], "--concurrency must be at least 1"),
+        (["--owner", "nobody"], "--owner 'nobody': no such user"),
+        (["--judge", "openai"], "--judge openai: provider 'openai' has no API key"),
     ],
 )
 def test_bad_options_exit_2_and_nothing_is_run(db, small_set, args, says):
@@ -167,3 +170,23 @@ def test_the_demo_director_passes_the_golden_set(catalogue):
     run = EvaluationRun.objects.get()
     assert run.thresholds_met is True
     assert run.summary["cases passed"] == {"passRate": 1.0, "cases": 33}
+
+
+def test_an_llm_judge_scores_brief_fit_only_when_asked(catalogue, small_set, fake_providers):
+    fake_providers.script(
+        turn('{"score": 4, "reason": "Warm, in Thai, names the plan."}'),
+        turn("I would rather not say."),
+    )
+    evaluate("--dataset", str(small_set), "--provider", "demo", "--judge", "openai")
+
+    results = EvaluationResult.objects.order_by("case_name")
+    judged = [r.scores.get("brief_fit") or r.scores.get("brief_fit_missing") for r in results]
+    assert sorted(str(j["value"]) for j in judged) == ["0.8", "no verdict"]
+    assert {j["reason"] for j in judged} == {
+        "Warm, in Thai, names the plan.",
+        "the answer was not a score: 'I would rather not say.'",
+    }
+    (first, _) = fake_providers.requests
+    assert first["messages"][0]["content"].startswith("You judge radio ads")
+    assert "Spotify Premium family plan" in first["messages"][1]["content"]
+    assert EvaluationRun.objects.get().summary["brief_fit"] == {"mean": 0.8, "cases": 1}

@@ -25,6 +25,7 @@ from conversations.prompts import PROMPT_VERSION
 from evaluations.cases import AdOutcome, CaseInput
 from evaluations.cost import estimated_cost
 from evaluations.datasets import InvalidGoldenSet, golden_set, golden_set_hash
+from evaluations.judge import BriefFitJudge
 from evaluations.models import EvaluationRun, EvaluationStatus
 from evaluations.runner import CaseFailed, CaseSetup, run_case
 from evaluations.services import ALL, case_deltas, git_commit, result_record, run_finish
@@ -47,6 +48,13 @@ def _threshold(text: str) -> tuple[str, float]:
     return name.strip(), value
 
 
+def _configured(option: str, provider: str) -> None:
+    try:
+        providers.route(language="en", requested=provider)
+    except providers.ProviderUnavailable as exc:
+        raise CommandError(f"{option} {provider}: {exc}", returncode=2) from None
+
+
 class Command(BaseCommand):
     help = "Run a golden set of briefs through the director, score each ad, keep the run."
 
@@ -66,6 +74,12 @@ class Command(BaseCommand):
         )
         parser.add_argument("--timeout", type=float, default=600.0, help="Seconds per run")
         parser.add_argument(
+            "--judge",
+            choices=providers.PROVIDER_NAMES,
+            default=None,
+            help="Also score brief-fit with an LLM judge on this provider (off by default)",
+        )
+        parser.add_argument(
             "--owner",
             default=EVALUATION_USER,
             help="The user the ads are made as (created if absent)",
@@ -80,17 +94,18 @@ class Command(BaseCommand):
             dataset = golden_set(options["dataset"])
         except InvalidGoldenSet as exc:
             raise CommandError(str(exc), returncode=2) from None
+        if options["judge"]:
+            _configured("--judge", options["judge"])
+            dataset.add_evaluator(BriefFitJudge(provider=options["judge"]))
         provider, model = options["provider"], options["model"]
         if model:
             self._use_model(provider, model)
         if provider:
-            try:
-                providers.route(language="en", requested=provider)
-            except providers.ProviderUnavailable as exc:
-                raise CommandError(f"--provider {provider}: {exc}", returncode=2) from None
+            _configured("--provider", provider)
         baseline = self._baseline(options["compare"])
+        owner = self._owner(options["owner"])
 
-        estimate = estimated_cost(dataset, provider=provider)
+        estimate = estimated_cost(dataset, provider=provider, judge=options["judge"])
         self.stdout.write(
             f"{len(dataset.cases)} cases, {estimate.turns} turns on {estimate.describe()}: "
             f"about ${estimate.usd:.4f} estimated"
@@ -102,9 +117,6 @@ class Command(BaseCommand):
                 returncode=2,
             )
 
-        owner, _ = get_user_model().objects.get_or_create(
-            username=options["owner"], defaults={"is_active": False}
-        )
         run = EvaluationRun.objects.create(
             dataset_name=dataset.name or "",
             dataset_path=options["dataset"],
@@ -175,6 +187,17 @@ class Command(BaseCommand):
         self._report(run, baseline, missed)
         if missed:
             raise CommandError("thresholds missed: " + "; ".join(missed), returncode=1)
+
+    def _owner(self, username: str):
+        """The user the ads are made as: the evaluations' own (made on first use, never
+        able to log in), or a user who exists."""
+        users = get_user_model().objects
+        if username == EVALUATION_USER:
+            return users.get_or_create(username=username, defaults={"is_active": False})[0]
+        try:
+            return users.get(username=username)
+        except users.model.DoesNotExist:
+            raise CommandError(f"--owner {username!r}: no such user", returncode=2) from None
 
     def _max_cost(self, text: str) -> Decimal | None:
         if not text:
