@@ -8,6 +8,9 @@ import dataclasses
 import functools
 import logging
 import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 from django.conf import settings
@@ -34,6 +37,23 @@ def load_adapters() -> None:
     """Import every adapter, and with them the provider SDKs, now."""
     for path in ADAPTERS.values():
         import_string(path)
+
+
+# Set by ``rerouted``: what every route of this context becomes (a recording or a replay).
+_reroute: ContextVar[Callable[[list[ProviderBinding]], list[ProviderBinding]] | None] = ContextVar(
+    "reroute", default=None
+)
+
+
+@contextmanager
+def rerouted(wrap: Callable[[list[ProviderBinding]], list[ProviderBinding]]) -> Iterator[None]:
+    """Every ``route`` in this context (and the threads it starts with its context) passed
+    through ``wrap``: how an evaluation records or replays provider responses."""
+    token = _reroute.set(wrap)
+    try:
+        yield
+    finally:
+        _reroute.reset(token)
 
 
 class ProviderUnavailable(ValueError):
@@ -129,6 +149,12 @@ def route(
     it raises ``ProviderUnavailable`` naming the env var to set. With no key configured
     for any provider, the route is the offline ``demo`` director.
     """
+    found = _route(language=language, market=market, requested=requested)
+    wrap = _reroute.get()
+    return wrap(found) if wrap is not None else found
+
+
+def _route(*, language: str, market: str, requested: str | None) -> list[ProviderBinding]:
     if requested:
         if requested not in PROVIDER_NAMES:
             raise ProviderUnavailable(

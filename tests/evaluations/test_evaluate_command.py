@@ -4,6 +4,7 @@ cost guard that refuses a run before anything is made."""
 
 from __future__ import annotations
 
+import json
 from io import StringIO
 from pathlib import Path
 
@@ -15,7 +16,7 @@ from conversations.models import Conversation, Run
 from drafts.models import Ad
 from evaluations.datasets import golden_set_hash
 from evaluations.models import EvaluationResult, EvaluationRun
-from testbed.fake_openai import turn
+from testbed.fake_openai import call, turn
 
 ROOT = Path(__file__).resolve().parents[2]
 PASS_FAIL_NAMES = {
@@ -128,6 +129,8 @@ def test_a_missed_threshold_exits_1_and_a_comparison_lists_what_changed(catalogu
         (["--max-cost", "lots"], "expected an amount in USD"),
         (["--concurrency", "0"], "--concurrency must be at least 1"),
         (["--owner", "nobody"], "--owner 'nobody': no such user"),
+        (["--replay", "/nowhere/recorded.json"], "--replay /nowhere/recorded.json: [Errno 2]"),
+        (["--replay", "r.json", "--provider", "demo"], "drop --provider, --model and --judge"),
         (["--judge", "openai"], "--judge openai: provider 'openai' has no API key"),
     ],
 )
@@ -190,3 +193,56 @@ def test_an_llm_judge_scores_brief_fit_only_when_asked(catalogue, small_set, fak
     assert first["messages"][0]["content"].startswith("You judge radio ads")
     assert "Spotify Premium family plan" in first["messages"][1]["content"]
     assert EvaluationRun.objects.get().summary["brief_fit"] == {"mean": 0.8, "cases": 1}
+
+
+def test_a_recorded_evaluation_replays_offline_the_same(
+    catalogue, small_set, fake_providers, settings, tmp_path
+):
+    """Recorded against a provider over HTTP (the fake), then replayed with no key at all:
+    the same scores, no request made; a recording that runs out fails the case, saying so."""
+    music = call("create_music_draft", {"prompt": "warm instrumental bed at 90 bpm, no vocals"})
+    upbeat = call("create_music_draft", {"prompt": "upbeat instrumental at 120 bpm, no vocals"})
+    fake_providers.script(
+        turn(tool_calls=[music]),
+        turn("Music v1."),
+        turn(tool_calls=[music]),
+        turn("Music v1."),
+        turn(tool_calls=[upbeat]),
+        turn("Music v2, livelier."),
+    )
+    recording = tmp_path / "recorded.json"
+    evaluate("--dataset", str(small_set), "--provider", "openai", "--record", str(recording))
+    recorded = EvaluationRun.objects.get()
+    assert len(fake_providers.requests) == 6
+
+    settings.ADSTUDIO_PROVIDERS = {
+        name: {**entry, "api_key": ""} for name, entry in settings.ADSTUDIO_PROVIDERS.items()
+    }
+    evaluate("--dataset", str(small_set), "--replay", str(recording))
+    replayed = EvaluationRun.objects.exclude(pk=recorded.pk).get()
+
+    def verdicts(run):
+        return {
+            (r.case_name, name): s["value"]
+            for r in run.results.all()
+            for name, s in r.scores.items()
+            if name != "latency_s"
+        }
+
+    assert verdicts(replayed) == verdicts(recorded)
+    assert verdicts(replayed)[("th-streaming-family-30-upbeat-music", "RefinementDirection")]
+    assert replayed.provider == "replay" and len(fake_providers.requests) == 6
+    assert set(Run.objects.values_list("model", flat=True)) == {"fake-openai"}  # as recorded
+
+    data = json.loads(recording.read_text())
+    data["sessions"]["th-streaming-family-30-upbeat-music"] = data["sessions"][
+        "th-streaming-family-30-upbeat-music"
+    ][:2]  # the refinement's answers are gone
+    recording.write_text(json.dumps(data))
+    evaluate("--dataset", str(small_set), "--replay", str(recording))
+    short = EvaluationRun.objects.exclude(pk__in=[recorded.pk, replayed.pk]).get()
+    result = short.results.get(case_name="th-streaming-family-30-upbeat-music")
+    assert not result.passed
+    assert result.scores["RunsSucceeded"]["value"] is False
+    failed = Run.objects.filter(status="failed").get()
+    assert "the recording has 2 response(s)" in failed.error_message

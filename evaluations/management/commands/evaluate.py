@@ -2,6 +2,7 @@
 
     manage.py evaluate --dataset evals/golden.yaml [--provider P] [--model M]
         [--compare RUN] [--concurrency N] [--max-cost USD] [--require NAME=RATE ...]
+        [--judge P] [--record FILE | --replay FILE]
 
 Exit status 0 when every threshold is met, 1 when one is missed, 2 when the evaluation
 could not start (a bad set, an unknown provider, a cost estimate over --max-cost).
@@ -13,6 +14,7 @@ import asyncio
 import threading
 import time
 import uuid
+from contextlib import nullcontext
 from decimal import Decimal, InvalidOperation
 
 from django.conf import settings
@@ -23,12 +25,14 @@ from django.db import connection
 import providers
 from conversations.prompts import PROMPT_VERSION
 from evaluations.cases import AdOutcome, CaseInput
-from evaluations.cost import estimated_cost
+from evaluations.cost import CostEstimate, estimated_cost
 from evaluations.datasets import InvalidGoldenSet, golden_set, golden_set_hash
 from evaluations.judge import BriefFitJudge
 from evaluations.models import EvaluationRun, EvaluationStatus
 from evaluations.runner import CaseFailed, CaseSetup, run_case
 from evaluations.services import ALL, case_deltas, git_commit, result_record, run_finish
+from providers import replay
+from providers.router import rerouted
 
 EVALUATION_USER = "adstudio-evaluations"
 
@@ -79,6 +83,16 @@ class Command(BaseCommand):
             default=None,
             help="Also score brief-fit with an LLM judge on this provider (off by default)",
         )
+        recorded = parser.add_mutually_exclusive_group()
+        recorded.add_argument(
+            "--record", default="", metavar="FILE", help="Keep every provider response in FILE"
+        )
+        recorded.add_argument(
+            "--replay",
+            default="",
+            metavar="FILE",
+            help="Answer every model call from a recording (no provider is called)",
+        )
         parser.add_argument(
             "--owner",
             default=EVALUATION_USER,
@@ -94,6 +108,7 @@ class Command(BaseCommand):
             dataset = golden_set(options["dataset"])
         except InvalidGoldenSet as exc:
             raise CommandError(str(exc), returncode=2) from None
+        recording, reroute = self._recording(options)
         if options["judge"]:
             _configured("--judge", options["judge"])
             dataset.add_evaluator(BriefFitJudge(provider=options["judge"]))
@@ -106,6 +121,8 @@ class Command(BaseCommand):
         owner = self._owner(options["owner"])
 
         estimate = estimated_cost(dataset, provider=provider, judge=options["judge"])
+        if options["replay"]:
+            estimate = CostEstimate(turns=estimate.turns, usd=Decimal(0), models=("replay",))
         self.stdout.write(
             f"{len(dataset.cases)} cases, {estimate.turns} turns on {estimate.describe()}: "
             f"about ${estimate.usd:.4f} estimated"
@@ -121,7 +138,7 @@ class Command(BaseCommand):
             dataset_name=dataset.name or "",
             dataset_path=options["dataset"],
             dataset_hash=golden_set_hash(options["dataset"]),
-            provider=provider or "routed",
+            provider=provider or ("replay" if options["replay"] else "routed"),
             model=model or estimate.model,
             prompt_version=PROMPT_VERSION,
             git_commit=git_commit(),
@@ -138,7 +155,8 @@ class Command(BaseCommand):
                 raise CaseFailed("not run: the --max-cost guard stopped the evaluation")
             started = time.monotonic()
             try:
-                outcome = run_case(inputs, setup)
+                with replay.session(name):
+                    outcome = run_case(inputs, setup)
             except Exception as exc:
                 progress.ran(name, f"failed: {exc}", Decimal(0))
                 raise
@@ -152,11 +170,18 @@ class Command(BaseCommand):
         async def task(inputs: CaseInput) -> AdOutcome:
             return await asyncio.to_thread(run_one, inputs)
 
-        report = asyncio.run(
-            dataset.evaluate(
-                task, name=run.dataset_name, max_concurrency=options["concurrency"], progress=False
+        with rerouted(reroute) if reroute else nullcontext():
+            report = asyncio.run(
+                dataset.evaluate(
+                    task,
+                    name=run.dataset_name,
+                    max_concurrency=options["concurrency"],
+                    progress=False,
+                )
             )
-        )
+        if options["record"]:
+            recording.save(options["record"])
+            self.stdout.write(f"Provider responses recorded in {options['record']}")
         for case in report.cases:
             scores = {
                 name: {"value": result.value, "reason": result.reason or ""}
@@ -187,6 +212,36 @@ class Command(BaseCommand):
         self._report(run, baseline, missed)
         if missed:
             raise CommandError("thresholds missed: " + "; ".join(missed), returncode=1)
+
+    def _recording(self, options) -> tuple[replay.Recording | None, object]:
+        """The recording to keep or replay, and how every route becomes it; both are for
+        runs executed in this process, and a replay calls no provider (nor a judge)."""
+        path = options["record"] or options["replay"]
+        if not path:
+            return None, None
+        option = "--record" if options["record"] else "--replay"
+        if not settings.CELERY_TASK_ALWAYS_EAGER:
+            raise CommandError(
+                f"{option} needs the runs in this process; with a broker the workers run "
+                "them: unset CELERY_BROKER_URL for the evaluation",
+                returncode=2,
+            )
+        if options["replay"] and (options["provider"] or options["model"] or options["judge"]):
+            raise CommandError(
+                "--replay answers every call from the recording: drop --provider, --model "
+                "and --judge",
+                returncode=2,
+            )
+        if options["record"] and options["judge"]:
+            raise CommandError("--record keeps the runs' responses: drop --judge", returncode=2)
+        if options["record"]:
+            recording = replay.Recording()
+            return recording, replay.recorded_route(recording)
+        try:
+            recording = replay.Recording.load(path)
+        except (OSError, ValueError) as exc:
+            raise CommandError(f"--replay {path}: {exc}", returncode=2) from None
+        return recording, replay.replayed_route(recording)
 
     def _owner(self, username: str):
         """The user the ads are made as: the evaluations' own (made on first use, never
