@@ -1,0 +1,115 @@
+"""The placement arithmetic against timelines computed by hand (docs/api.md's
+definitions): after "start", after a track, a gap, an overlap, the music, each effect
+placement, and the warnings."""
+
+from __future__ import annotations
+
+import pytest
+
+from renders.timeline import timeline, voice_segments
+
+
+def track(n: int, after: str = "start", overlap: float = 0.0, name: str = "") -> dict:
+    return {"id": f"track-{n}", "playAfter": after, "overlap": overlap, "voiceName": name}
+
+
+def spans(segments) -> list[tuple[str, float, float]]:
+    return [(s.ref, round(s.start_s, 6), round(s.end_s, 6)) for s in segments]
+
+
+def test_tracks_follow_each_other_with_gaps_and_overlaps():
+    tracks = [
+        track(0),
+        track(1, "track-0", -0.5),  # half a second after track-0 ends
+        track(2, "track-1", 1.0),  # a second before track-1 ends
+        track(3, "start"),  # with track-0, from the start
+        track(4, "track-0", 0.0),  # right after track-0, alongside track-1
+    ]
+    segments, joins = voice_segments(tracks, [4.0, 3.0, 2.5, 1.0, 2.0])
+
+    # 0: 0-4; 1: 4.5-7.5; 2: 6.5-9; 3: 0-1; 4: 4-6
+    assert spans(segments) == [
+        ("track-0", 0.0, 4.0),
+        ("track-1", 4.5, 7.5),
+        ("track-2", 6.5, 9.0),
+        ("track-3", 0.0, 1.0),
+        ("track-4", 4.0, 6.0),
+    ]
+    assert [(j.after, j.track, j.overlap_s) for j in joins] == [
+        ("track-0", "track-1", -0.5),
+        ("track-1", "track-2", 1.0),
+        ("track-0", "track-4", 0.0),
+    ]
+
+
+def test_an_overlap_longer_than_the_track_before_starts_at_zero():
+    segments, _ = voice_segments([track(0), track(1, "track-0", 5.0)], [2.0, 1.0])
+    assert spans(segments) == [("track-0", 0.0, 2.0), ("track-1", 0.0, 1.0)]
+
+
+def test_a_track_after_a_later_or_unknown_track_is_refused():
+    with pytest.raises(ValueError, match="track-0 plays after 'track-1'"):
+        voice_segments([track(0, "track-1")], [1.0])
+
+
+def test_the_whole_ad_with_music_and_each_effect_placement():
+    voices = {"voiceTracks": [track(0, name="Ploy"), track(1, "track-0", -0.25, "Anan")]}
+    music = {"musicPrompt": "warm pad at 90 bpm", "duration": 30}
+    sfx = {
+        "soundFxPrompts": [
+            {"description": "chime", "placement": {"type": "start"}, "duration": 1.5},
+            {
+                "description": "whoosh",
+                "placement": {"type": "afterVoice", "index": 0},
+                "duration": 1.0,
+            },
+            {"description": "cheer", "placement": {"type": "end"}, "duration": 2.0},
+        ]
+    }
+    made = timeline(slot_s=30, voices=voices, music=music, sfx=sfx, voice_lengths_s=[10.0, 12.5])
+
+    assert spans(made.segments) == [
+        ("track-0", 0.0, 10.0),
+        ("track-1", 10.25, 22.75),
+        ("music", 0.0, 30.0),
+        ("sfx-0", 0.0, 1.5),
+        ("sfx-1", 10.0, 11.0),
+        ("sfx-2", 28.0, 30.0),
+    ]
+    assert made.warnings == [] and made.length_s == 30 and made.speech_end_s == 22.75
+    assert made.as_json()["segments"][1] == {
+        "kind": "voice",
+        "ref": "track-1",
+        "startS": 10.25,
+        "endS": 22.75,
+        "label": "Anan",
+    }
+
+
+def test_what_does_not_fit_is_warned_and_the_length_covers_it():
+    voices = {"voiceTracks": [track(0), track(1, "track-0")]}
+    music = {"musicPrompt": "pad", "duration": 15}
+    sfx = {
+        "soundFxPrompts": [
+            {
+                "description": "boom",
+                "placement": {"type": "afterVoice", "index": 1},
+                "duration": 3.0,
+            },
+            {
+                "description": "ghost",
+                "placement": {"type": "afterVoice", "index": 7},
+                "duration": 1.0,
+            },
+        ]
+    }
+    made = timeline(slot_s=15, voices=voices, music=music, sfx=sfx, voice_lengths_s=[8.0, 9.0])
+
+    assert made.warnings == [
+        "the speech ends at 17.00 s, after the 15 s slot",
+        "the music (15 s) stops before the speech ends (17.00 s)",
+        "sfx-0 ('boom') plays until 20.00 s, after the 15 s slot",
+        "sfx-1 follows voice track 7, which does not exist",
+    ]
+    assert made.length_s == 20.0
+    assert [s.ref for s in made.segments] == ["track-0", "track-1", "music", "sfx-0"]
