@@ -1,0 +1,144 @@
+"""The scratch track from the audio itself: each voice track starts where the timeline
+says, within 10 ms; the file decodes at the ad's length and the loudness target; the bed
+ducks under speech; effects are told apart; a language without a voice is read in
+English and said so."""
+
+from __future__ import annotations
+
+import io
+import itertools
+
+import numpy as np
+import pyloudnorm
+import pytest
+import soundfile
+
+from providers.demo_lines import LINES
+from renders import mix, speech
+
+
+def script(language: str, count: int, overlap: float) -> dict:
+    lines = LINES[language].calm[:count]
+    return {
+        "voiceTracks": [
+            {
+                "id": f"track-{n}",
+                "voiceId": str(n),
+                "voiceName": f"Voice {n}",
+                "text": text,
+                "playAfter": "start" if n == 0 else f"track-{n - 1}",
+                "overlap": overlap,
+                "speed": 1.0,
+            }
+            for n, text in enumerate(lines)
+        ]
+    }
+
+
+def onsets(samples: np.ndarray, rate: int, *, quiet_s: float = 0.25) -> list[float]:
+    """Where sound starts after at least ``quiet_s`` of silence (or at the very start)."""
+    loud = np.abs(samples) > speech.SILENCE
+    found, silent_run = [], int(quiet_s * rate)
+    for index in np.flatnonzero(loud[1:] & ~loud[:-1]) + 1:
+        if not loud[max(0, index - silent_run) : index].any():
+            found.append(index / rate)
+    if loud[0]:
+        found.insert(0, 0.0)
+    return found
+
+
+@pytest.mark.parametrize("language", ["th", "en", "ja"])
+def test_each_track_starts_where_the_timeline_says_within_10_ms(language):
+    made = mix.render(
+        language=language, slot_s=30, voices=script(language, 5, -0.6), music=None, sfx=None
+    )
+
+    starts = [s.start_s for s in made.timeline.segments if s.kind == "voice"]
+    heard = onsets(made.samples, made.sample_rate)
+    assert len(heard) == len(starts), (heard, starts)
+    for expected, measured in zip(starts, heard, strict=True):
+        assert abs(expected - measured) <= 0.010, (expected, measured)
+    # and each track ends where its synthesis does: the next starts 0.6 s after it
+    voices = [s for s in made.timeline.segments if s.kind == "voice"]
+    assert all(abs(b.start_s - a.end_s - 0.6) < 1e-9 for a, b in itertools.pairwise(voices))
+
+
+@pytest.fixture(scope="module")
+def whole_ad() -> mix.Mix:
+    music = {
+        "musicPrompt": "Warm instrumental at 96 bpm",
+        "musicProvider": "loudly",
+        "duration": 30,
+    }
+    sfx = {
+        "soundFxPrompts": [
+            {"description": "bright chime", "placement": {"type": "start"}, "duration": 1.5},
+            {
+                "description": "whoosh",
+                "placement": {"type": "afterVoice", "index": 1},
+                "duration": 1.0,
+            },
+            {"description": "cheer", "placement": {"type": "end"}, "duration": 2.0},
+        ]
+    }
+    return mix.render(language="th", slot_s=30, voices=script("th", 6, 0.0), music=music, sfx=sfx)
+
+
+def test_the_ad_decodes_at_its_length_and_loudness(whole_ad):
+    wav, rate = soundfile.read(io.BytesIO(whole_ad.wav()))
+    opus, opus_rate = soundfile.read(io.BytesIO(whole_ad.ogg_opus()))
+
+    assert rate == whole_ad.sample_rate and abs(len(wav) / rate - 30.0) < 0.01
+    assert opus_rate == 48_000 and abs(len(opus) / opus_rate - 30.0) < 0.05
+    measured = pyloudnorm.Meter(rate).integrated_loudness(wav)
+    assert abs(measured - (-16.0)) < 0.5 and whole_ad.loudness_lufs == pytest.approx(-16, abs=0.1)
+    assert np.max(np.abs(wav)) <= 1.0
+    assert whole_ad.warnings == []
+
+
+def test_another_loudness_target_is_met():
+    quiet = mix.render(
+        language="en",
+        slot_s=15,
+        voices=script("en", 3, 0.0),
+        music=None,
+        sfx=None,
+        loudness_lufs=-23,
+    )
+    assert quiet.loudness_lufs == pytest.approx(-23, abs=0.1)
+
+
+def test_the_music_ducks_under_speech():
+    rate = 1000
+    voice = np.zeros(10 * rate, dtype=np.float32)
+    voice[3 * rate : 6 * rate] = 0.5  # speech from 3 s to 6 s
+    gain = mix._ducking(voice, rate)
+
+    assert gain[4 * rate] == pytest.approx(mix.DUCKED_LEVEL)
+    assert gain[1 * rate] == pytest.approx(mix.MUSIC_LEVEL)
+    assert gain[8 * rate] == pytest.approx(mix.MUSIC_LEVEL)
+
+
+def test_effects_are_told_apart_and_the_bed_follows_the_bpm():
+    rate = 22_050
+    chime, again, boom = (mix._effect(d, rate, rate) for d in ("chime", "chime", "boom"))
+    assert np.array_equal(chime, again) and not np.array_equal(chime, boom)
+
+    bed = mix._music_bed(8 * rate, rate, 120)  # two beats a second
+    envelope = np.abs(bed).reshape(-1, 441).max(axis=1)  # 20 ms frames
+    peaks = [n for n in range(1, len(envelope) - 1) if envelope[n] > envelope[n - 1] * 1.2]
+    assert mix._bpm("Warm pad at 96 BPM") == 96 and mix._bpm("no tempo") == mix.DEFAULT_BPM
+    assert len(peaks) >= 8  # a pulse on each beat, not a flat drone
+
+
+def test_a_language_without_a_guide_voice_is_read_in_english_and_said_so():
+    made = mix.render(language="xx", slot_s=10, voices=script("en", 1, 0.0), music=None, sfx=None)
+    assert made.warnings == ["track-0: no guide voice for 'xx'; read in English"]
+    assert made.seconds == 10.0
+
+
+def test_a_track_that_follows_no_track_is_a_render_error():
+    voices = script("en", 2, 0.0)
+    voices["voiceTracks"][1]["playAfter"] = "track-7"
+    with pytest.raises(mix.RenderError, match="track-1 plays after 'track-7'"):
+        mix.render(language="en", slot_s=10, voices=voices, music=None, sfx=None)
