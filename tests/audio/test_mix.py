@@ -13,8 +13,8 @@ import pyloudnorm
 import pytest
 import soundfile
 
+from audio import mix, speech
 from providers.demo_lines import LINES
-from renders import mix, speech
 
 
 def script(language: str, count: int, overlap: float) -> dict:

@@ -20,8 +20,8 @@ import pyloudnorm
 import soundfile
 from scipy.signal import resample_poly
 
-from renders import speech
-from renders.timeline import Timeline, timeline
+from audio import speech
+from audio.timeline import Timeline, timeline
 
 DEFAULT_BPM = 100
 MUSIC_LEVEL, DUCKED_LEVEL = 0.5, 0.15  # the bed's gain, and under speech

@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 from adstudio.speech import spoken_seconds
+from audio import speech
 from providers.demo_lines import LINES
-from renders import speech
 
 ROOT = Path(__file__).resolve().parents[2]
 CATALOGUE_LANGUAGES = sorted(

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from renders.timeline import timeline, voice_segments
+from audio.timeline import timeline, voice_segments
 
 
 def track(n: int, after: str = "start", overlap: float = 0.0, name: str = "") -> dict:
