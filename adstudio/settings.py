@@ -73,6 +73,7 @@ INSTALLED_APPS = [
     "drafts",
     "providers",
     "conversations",
+    "renders",
     "evaluations",
     "adstudio.observability",  # traces and metrics, when configured (below)
 ]
@@ -136,6 +137,19 @@ LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"
 USE_I18N = True
 USE_TZ = True
+
+# Files the product makes (scratch tracks): local by default; any django-storages
+# backend through STORAGES["default"]. Served only through authorised, expiring links.
+MEDIA_ROOT = Path(env_str("MEDIA_ROOT") or VAR_DIR / "media")
+# Seconds a scratch track's audio link stays valid.
+ADSTUDIO_RENDER_LINK_SECONDS = env_int("ADSTUDIO_RENDER_LINK_SECONDS", 900, minimum=10)
+# The loudness a scratch track is normalised to, LUFS integrated (ITU-R BS.1770).
+ADSTUDIO_RENDER_LOUDNESS_LUFS = env_float("ADSTUDIO_RENDER_LOUDNESS_LUFS", -16.0, minimum=-70.0)
+if ADSTUDIO_RENDER_LOUDNESS_LUFS > -1:
+    raise ImproperlyConfigured(
+        f"ADSTUDIO_RENDER_LOUDNESS_LUFS={ADSTUDIO_RENDER_LOUDNESS_LUFS} is louder than full "
+        "scale: a loudness target is negative, e.g. -16 (streaming) or -23 (broadcast)."
+    )
 
 STATIC_URL = "static/"
 # Where `manage.py collectstatic` puts the files that WhiteNoise serves in production.

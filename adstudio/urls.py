@@ -21,6 +21,7 @@ urlpatterns = [
     path("api/", include("conversations.urls")),
     path("api/", include("drafts.urls")),
     path("api/", include("workspaces.urls")),
+    path("api/", include("renders.urls")),
     path("metrics", metrics_view, name="metrics"),  # Prometheus; staff or a bearer token
 ]
 
