@@ -65,13 +65,13 @@ def render_request(*, ad: Ad, versions: dict[str, Draft | None], user=None) -> t
     queued)``."""
     fields = {kind: versions.get(kind) for kind in DraftKind.values}
     with transaction.atomic():
-        render = _render_of(ad, fields)
+        render = render_of(ad, fields)
         if render is None:
             try:
                 with transaction.atomic():
                     render = Render.objects.create(ad=ad, requested_by=user, **fields)
             except IntegrityError:  # asked for at the same moment by another request
-                return _render_of(ad, fields), False
+                return render_of(ad, fields), False
         elif render.status != RenderStatus.FAILED:
             return render, False
         else:
@@ -82,7 +82,8 @@ def render_request(*, ad: Ad, versions: dict[str, Draft | None], user=None) -> t
     return render, True
 
 
-def _render_of(ad: Ad, fields: dict[str, Draft | None]) -> Render | None:
+def render_of(ad: Ad, fields: dict[str, Draft | None]) -> Render | None:
+    """The render of exactly these versions, if one was asked for."""
     lookup: dict[str, object] = {}
     for kind, draft in fields.items():
         if draft is None:

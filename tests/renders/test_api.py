@@ -78,7 +78,9 @@ def test_the_same_versions_are_rendered_once(ad, user, tasks_executed):
     again = api.post(
         f"/api/ads/{ad.pk}/renders", {"voices": "v2", "music": "v1", "sfx": "v1"}, format="json"
     ).json()
-    other = api.post(f"/api/ads/{ad.pk}/renders", {"voices": "v1", "sfx": None}, format="json").json()
+    other = api.post(
+        f"/api/ads/{ad.pk}/renders", {"voices": "v1", "sfx": None}, format="json"
+    ).json()
 
     assert again["id"] == first["id"] and again["status"] == "done"
     assert other["id"] != first["id"] and other["versions"] == {
@@ -103,7 +105,10 @@ def test_the_active_versions_and_a_missing_version(ad, user, tasks_executed):
 
     assert active["versions"] == {"voices": "v1", "music": None, "sfx": None}
     assert missing.status_code == 409
-    assert missing.json()["error"] == {"code": "no_such_version", "message": "The ad has no music v9."}
+    assert missing.json()["error"] == {
+        "code": "no_such_version",
+        "message": "The ad has no music v9.",
+    }
     assert wrong.status_code == 400 and "music" in wrong.json()["error"]["fields"]
 
 

@@ -195,6 +195,7 @@ def shared_stack(django_db_setup, tmp_path_factory) -> Iterator[Stack]:
             **worker_env(broker_url=redis.url, fake_openai=fake_openai),
             # Not WORKER_APP: the tests that drop a worker's connections drop their own.
             "PGAPPNAME": "adstudio-test-shared-worker",
+            "MEDIA_ROOT": str(directory / "media"),  # scratch tracks, read by the web
         },
         name="shared",
     )
@@ -203,6 +204,7 @@ def shared_stack(django_db_setup, tmp_path_factory) -> Iterator[Stack]:
         "CELERY_BROKER_URL": redis.url,
         "DEBUG": "0",
         "STATIC_ROOT": str(directory / "static"),
+        "MEDIA_ROOT": str(directory / "media"),
     }
     collected = subprocess.run(
         [sys.executable, "manage.py", "collectstatic", "--noinput", "--verbosity", "0"],

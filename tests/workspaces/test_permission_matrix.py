@@ -19,6 +19,7 @@ from conversations.models import Conversation, Run, RunStatus
 from drafts.models import Activation, Ad, Draft
 from drafts.reviewers import REVIEWERS
 from drafts.services import draft_create
+from renders.models import Render
 from tests.support.versions import music, voices
 from workspaces.models import AuditEntry, Membership, Workspace
 from workspaces.roles import Action, Role, allows
@@ -48,6 +49,7 @@ class World:
     draft: Draft  # music v2, not active
     conversation: Conversation
     run: Run  # queued
+    render: Render  # of the latest versions, queued
     colleague_id: int  # a viewer of ``workspace``, whose membership the rows change
     users: dict = field(default_factory=dict)
 
@@ -92,7 +94,8 @@ def world(django_user_model) -> World:
         finished_at=timezone.now(),
     )
     run = Run.objects.create(conversation=conversation, input_text="again")
-    return World(workspace, target, ad, draft, conversation, run, colleague.pk, users)
+    render = Render.objects.create(ad=ad, music=draft)
+    return World(workspace, target, ad, draft, conversation, run, render, colleague.pk, users)
 
 
 @dataclass(frozen=True)
@@ -157,6 +160,12 @@ ROWS = [
     Row("conversation-messages-model", "get",
         lambda w: f"/api/conversations/{w.conversation.pk}/messages/model/", Action.VIEW),
     Row("stats", "get", lambda w: "/api/stats/", permission_only=True),
+    Row("ad-renders", "post", lambda w: f"/api/ads/{w.ad.pk}/renders", Action.VIEW, 202,
+        body=lambda w: {}),
+    Row("render-detail", "get", lambda w: f"/api/renders/{w.render.pk}", Action.VIEW),
+    # Its authorisation is the expiring link's token (tests/renders): without one, nobody.
+    Row("render-audio", "get", lambda w: f"/api/renders/{w.render.pk}/audio", ok=404,
+        public=True),
     Row("workspace-list", "get", lambda w: "/api/workspaces/", everyone=True),
     Row("workspace-list", "post", lambda w: "/api/workspaces/", ok=201, everyone=True,
         body=lambda w: {"name": "New team"}),

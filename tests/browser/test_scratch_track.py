@@ -1,0 +1,55 @@
+"""A reviewer hears the ad, in Chromium against gunicorn and the shared worker: the draft
+page's button asks for the scratch track, the worker renders it, the page plays it to the
+end and draws its timeline under the player."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from drafts.reviewers import REVIEWERS
+from drafts.services import draft_create
+from providers.demo_lines import LINES
+from tests.support.browser import log_in, loopback_visit, make_staff
+from tests.support.versions import music, sfx, voices
+from workspaces.models import Membership
+from workspaces.roles import Role
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_reviewer_renders_and_hears_a_draft(chromium, server, screenshot, make_ad):
+    rita = make_staff("rita", groups=(REVIEWERS,))
+    ad = make_ad(language="th", duration_s=6, title="Short spot, TH")
+    Membership.objects.create(workspace=ad.workspace, user=rita, role=Role.REVIEWER)
+    draft, _ = draft_create(ad=ad, version=voices(LINES["th"].calm[0], LINES["th"].calm[2]))
+    draft_create(ad=ad, version=music("calm pad at 80 bpm", duration=6))
+    draft_create(ad=ad, version=sfx("chime"))
+
+    with loopback_visit(chromium) as visit:
+        page = visit.page
+        log_in(page, server, "rita")
+        page.goto(f"{server}/admin/drafts/draft/{draft.pk}/change/")
+        page.get_by_role("button", name="Render the scratch track").click()
+        page.wait_for_url(f"**/admin/drafts/draft/{draft.pk}/change/")
+        deadline = time.monotonic() + 30
+        while page.locator(".scratch-player audio").count() == 0:  # the worker renders it
+            assert time.monotonic() < deadline, "the scratch track was not rendered in 30 s"
+            time.sleep(0.5)
+            page.reload()
+        screenshot(page, "draft-with-player")
+
+        bars = page.locator(".scratch-timeline .bar")
+        assert bars.count() == 4  # two lines, the music, the chime
+        assert "track-1" in bars.nth(1).get_attribute("title")
+        ended = page.evaluate(
+            """() => new Promise((resolve, reject) => {
+                const audio = document.querySelector('.scratch-player audio');
+                audio.addEventListener('ended', () => resolve(audio.duration));
+                audio.addEventListener('error', () => reject(audio.error && audio.error.code));
+                audio.playbackRate = 4;
+                audio.muted = true;
+                audio.play().catch(reject);
+            })"""
+        )
+        assert 5.5 < ended < 8.0  # the 6 s slot (and whatever speech runs past it)
