@@ -25,6 +25,8 @@ from conversations.services import send_message, start_generation
 from drafts.models import ActivationSource, Ad, DraftKind
 from drafts.selectors import draft_state, drafts_for
 from drafts.services import AdArchived, draft_activate
+from renders.models import RenderStatus
+from renders.services import render_report, render_request, versions_of
 from workspaces.access import may, require, role_in
 from workspaces.roles import Action
 
@@ -58,9 +60,12 @@ Commands (any other line is a message to the creative director):
   /drafts                 every version of each kind, newest first, with its status
   /activate KIND VERSION  make a version live, e.g. /activate music v2
                           (KIND: voices, music or sfx; a reviewer, editor or admin)
+  /render [FILE]          hear the latest versions: a scratch track written to FILE
+                          (.ogg, or .wav; scratch-AD.ogg by default), its timeline printed
   /help                   this list
   /quit, /exit            leave; so does Ctrl-D (exit status 0)
   Ctrl-C                  leave at once (exit status {INTERRUPTED_STATUS})"""
+RENDER_WAIT_S = 60.0
 ACTIVATE_USAGE = (
     "Usage: /activate KIND VERSION, e.g. /activate music v2 (KIND: voices, music or sfx)."
 )
@@ -232,6 +237,8 @@ class ChatSession:
             self.show_drafts()
         elif name == "/activate":
             self.activate(args)
+        elif name == "/render":
+            self.render(args)
         else:
             self.out.write(f"Unknown command {name}; /help lists them.")
         return True
@@ -258,6 +265,30 @@ class ChatSession:
             for draft in versions:
                 summary = clip_words(draft.summary, 80)
                 self.out.write(f"  {draft.label:<4}  {draft.status:<8}  {summary}")
+
+    def render(self, args: list[str]) -> None:
+        """A scratch track of the latest versions, written to a file, its timeline printed
+        (made here without a broker, by a worker with one)."""
+        path = Path(args[0] if args else f"scratch-{str(self.ad.pk)[:8]}.ogg")
+        if path.suffix.lower() not in (".ogg", ".wav"):
+            self.out.write(f"{path}: a scratch track is written as .ogg or .wav.")
+            return
+        render, _ = render_request(ad=self.ad, versions=versions_of(self.ad), user=self.user)
+        deadline = time.monotonic() + RENDER_WAIT_S
+        while render.status in (RenderStatus.QUEUED, RenderStatus.RENDERING):
+            if time.monotonic() > deadline:
+                self.out.write("The scratch track is still rendering; /render again shortly.")
+                return
+            time.sleep(0.2)
+            render.refresh_from_db()
+        if render.status == RenderStatus.FAILED:
+            self.out.write(f"The scratch track could not be made: {render.error}")
+            return
+        source = render.wav if path.suffix.lower() == ".wav" else render.audio
+        with source.open("rb") as audio:
+            path.write_bytes(audio.read())
+        self.out.write(render_report(render))
+        self.out.write(f"Written to {path}.")
 
     def _allowed(self, action: Action, what: str) -> bool:
         """Whether the acting user's role in the ad's workspace allows ``action``; if not,

@@ -169,3 +169,17 @@ def render_for_token(token: str) -> tuple[Render, str] | None:
     if claims.get("format") not in ("ogg", "wav"):
         return None
     return render, claims["format"]
+
+
+def render_report(render: Render) -> str:
+    """The timeline as lines a person reads in a terminal."""
+    timeline = render.timeline
+    lines = [
+        f"Scratch track of {render.versions_label()}: {render.seconds:.2f} s for a "
+        f"{timeline.get('slotS', 0):g} s slot, speech ends at {timeline.get('speechEndS', 0):.2f} s"
+    ]
+    for segment in timeline.get("segments", []):
+        span = f"{segment['startS']:6.2f} - {segment['endS']:6.2f} s"
+        lines.append(f"  {segment['ref']:<8} {span}  {segment.get('label', '')[:60]}")
+    lines += [f"  warning: {warning}" for warning in timeline.get("warnings", [])]
+    return "\n".join(lines)

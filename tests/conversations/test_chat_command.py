@@ -270,3 +270,30 @@ def test_ctrl_c_says_the_run_continues_in_the_background(settings, make_ad, user
     assert out.getvalue() == (
         f"\nRun {run.pk} continues in the background; see its drafts later with --ad {ad.pk}.\n"
     )
+
+
+def test_render_writes_the_scratch_track_and_prints_its_timeline(
+    monkeypatch, staff_user, tmp_path, settings
+):
+    import soundfile
+
+    settings.MEDIA_ROOT = tmp_path / "media"
+    ogg, wav = tmp_path / "ad.ogg", tmp_path / "ad.wav"
+
+    output = chat(
+        monkeypatch,
+        f"/render {ogg}\n/render {wav}\n/render {tmp_path / 'ad.mp3'}\n",
+        "--brief",
+        "Coffee shop",
+        "--language",
+        "th",
+    )
+
+    assert f"Written to {ogg}." in output and f"Written to {wav}." in output
+    assert "Scratch track of voices v1, music v1, sfx v1:" in output
+    for ref in ("track-0", "music", "sfx-0"):
+        assert f"\n  {ref:<8} " in output
+    assert "ad.mp3: a scratch track is written as .ogg or .wav." in output
+    samples, rate = soundfile.read(ogg)
+    assert rate == 48_000 and len(samples) / rate >= 29.9
+    assert soundfile.info(wav).format == "WAV"
