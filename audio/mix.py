@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import io
 import re
+import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -40,6 +41,7 @@ class Mix:
     timeline: Timeline
     loudness_lufs: float  # measured after normalising
     synthesis_s: float  # seconds of speech synthesised
+    synthesis_wall_s: float  # seconds it took to synthesise them
     warnings: list[str]
 
     @property
@@ -71,7 +73,9 @@ def render(
     rate = speech.sample_rate()
     warnings: list[str] = []
     tracks = (voices or {}).get("voiceTracks", [])
+    started = time.perf_counter()
     spoken = [_speech(track, language, warnings) for track in tracks]
+    synthesis_wall_s = time.perf_counter() - started
     lengths = [len(samples) / rate for samples in spoken]
     try:
         placed = timeline(
@@ -100,6 +104,7 @@ def render(
         timeline=placed,
         loudness_lufs=round(_loudness(mixed, rate), 2),
         synthesis_s=sum(lengths),
+        synthesis_wall_s=synthesis_wall_s,
         warnings=placed.warnings + warnings,
     )
 

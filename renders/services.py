@@ -120,7 +120,12 @@ def render_make(render_id: uuid.UUID | str) -> Render | None:
         return _failed(render, "The render failed with an internal error.")
     render.audio.save(f"{render.pk}.ogg", ContentFile(ogg), save=False)
     render.wav.save(f"{render.pk}.wav", ContentFile(wav), save=False)
-    render.timeline = {**made.timeline.as_json(), "warnings": made.warnings}
+    render.timeline = {
+        **made.timeline.as_json(),
+        "warnings": made.warnings,
+        # Seconds of speech made per second of synthesis.
+        "synthesisRealTimeFactor": round(made.synthesis_s / max(made.synthesis_wall_s, 1e-6), 1),
+    }
     render.seconds = round(made.seconds, 3)
     render.loudness_lufs = made.loudness_lufs
     render.render_ms = round((time.monotonic() - started) * 1000)
