@@ -7,7 +7,12 @@ import uuid
 
 from django.conf import settings
 from django.db import models
-from django.db.models import Q
+from django.db.models import Q, Value
+from django.db.models.functions import Cast, Coalesce, Concat
+
+
+def _id_or_dash(field: str):
+    return Coalesce(Cast(field, models.CharField()), Value("-"))
 
 
 class RenderStatus(models.TextChoices):
@@ -30,6 +35,16 @@ class Render(models.Model):
     sfx = models.ForeignKey(
         "drafts.Draft", null=True, blank=True, on_delete=models.CASCADE, related_name="+"
     )
+    # The versions as one value the database computes, so the combination is unique on
+    # every database (a unique constraint over nullable columns lets NULLs repeat).
+    combination = models.GeneratedField(
+        expression=Concat(
+            _id_or_dash("voices_id"), Value(":"), _id_or_dash("music_id"), Value(":"),
+            _id_or_dash("sfx_id"),
+        ),
+        output_field=models.CharField(max_length=120),
+        db_persist=True,
+    )  # fmt: skip
     status = models.CharField(max_length=10, choices=RenderStatus.choices, default="queued")
     # Measured from the audio made: each part's start and end, joins, warnings.
     timeline = models.JSONField(default=dict, blank=True)
@@ -48,11 +63,7 @@ class Render(models.Model):
     class Meta:
         constraints = [
             # The same combination is never rendered twice, a missing kind included.
-            models.UniqueConstraint(
-                fields=["ad", "voices", "music", "sfx"],
-                nulls_distinct=False,
-                name="render_once_per_versions",
-            ),
+            models.UniqueConstraint(fields=["ad", "combination"], name="render_once_per_versions"),
             models.CheckConstraint(
                 condition=Q(status__in=RenderStatus.values), name="render_status_valid"
             ),

@@ -23,6 +23,7 @@ def manage(*args: str, database: Path, stdin: str = "") -> subprocess.CompletedP
     }
     env["DATABASE_URL"] = f"sqlite:///{database}"
     env["DEBUG"] = "1"  # as `make run` sets it: setup_demo then creates the admin user
+    env["MEDIA_ROOT"] = str(database.parent / "media")  # scratch tracks: the test's own
     return subprocess.run(
         [sys.executable, "manage.py", *args],
         cwd=ROOT,
@@ -47,9 +48,13 @@ def test_the_demo_director_drafts_every_panel_on_sqlite(tmp_path):
         "--language",
         "th",
         database=database,
-        stdin="make the music more upbeat\n",
+        stdin=f"make the music more upbeat\n/render {tmp_path / 'ad.ogg'}\n",
     )
     assert chat.returncode == 0, chat.stdout + chat.stderr
+    # a scratch track with nothing but the pip install: eSpeak NG, numpy, libsndfile
+    assert f"Written to {tmp_path / 'ad.ogg'}." in chat.stdout, chat.stdout
+    assert "Scratch track of voices v1, music v2, sfx v1" in chat.stdout
+    assert (tmp_path / "ad.ogg").stat().st_size > 10_000
 
     code = (
         "import json; from drafts.models import Draft; from conversations.models import Run; "
