@@ -197,6 +197,10 @@ export interface DraftKindState {
    * When the active one is not the latest.
    */
   activeSummary?: string;
+  /**
+   * Voices: how long the latest version's speech ran in a scratch track of it, when one was rendered (the estimate is the tool's).
+   */
+  measuredDurationS?: number;
   summary: string;
   /**
    * The latest version.

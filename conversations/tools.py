@@ -7,6 +7,7 @@ of every conversation starts with the same bytes (provider prompt caches hit).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 from contextlib import nullcontext
@@ -22,16 +23,30 @@ from adstudio.batch import BatchMark, WriteConflict
 from adstudio.tools import Tool, ToolContext, ToolError, ToolResult, WrittenDraft
 from drafts.tools import CREATE_MUSIC_DRAFT, CREATE_SFX_DRAFT, CREATE_VOICE_DRAFT, GET_CURRENT_STATE
 from providers import ToolCall, ToolSpec
+from renders.selectors import measured_speech_seconds
 from voices.tools import SEARCH_VOICES
 
 logger = logging.getLogger(__name__)
+
+
+def _state_with_measured_speech(ctx: ToolContext, args: Any) -> dict[str, Any]:
+    """get_current_state, and how long the latest voices version's speech ran in a
+    scratch track of it, when one was rendered."""
+    state = GET_CURRENT_STATE.handler(ctx, args)
+    voices = state.get("voices")
+    if voices:
+        measured = measured_speech_seconds(ad=ctx.ad, voices_version=int(voices["versionId"][1:]))
+        if measured is not None:
+            voices["measuredDurationS"] = round(measured, 1)
+    return state
+
 
 TOOLS: tuple[Tool, ...] = (
     SEARCH_VOICES,
     CREATE_VOICE_DRAFT,
     CREATE_MUSIC_DRAFT,
     CREATE_SFX_DRAFT,
-    GET_CURRENT_STATE,
+    dataclasses.replace(GET_CURRENT_STATE, handler=_state_with_measured_speech),
 )
 _BY_NAME = {tool.name: tool for tool in TOOLS}
 # Keys a model may invent to point a tool at another ad; the ad comes from the context.

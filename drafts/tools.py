@@ -127,6 +127,11 @@ class DraftKindState(ToolOutput):
     summary: str
     active: str = Field(default="", description="The active version, when one is.")
     activeSummary: str = Field(default="", description="When the active one is not the latest.")
+    measuredDurationS: float = Field(
+        default=None,
+        description="Voices: how long the latest version's speech ran in a scratch track "
+        "of it, when one was rendered (the estimate is the tool's).",
+    )
 
 
 class CurrentState(ToolOutput):

@@ -108,3 +108,5 @@ class AdOutcome(_Strict):
     # The locales the catalogue has voices of in the ad's language (the locale check asks
     # for the market's locale only where the catalogue has it).
     catalogue_locales: list[str] = Field(default_factory=list)
+    # Where the speech of the final mix ended in a scratch track of it (``--render``).
+    measured_speech_s: float | None = None

@@ -8,6 +8,7 @@ this process where no broker is configured, by the workers where one is.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 from django.db.models import Max
@@ -19,6 +20,8 @@ from drafts.api import BriefSerializer
 from drafts.models import Ad, Draft
 from drafts.services import ad_create
 from evaluations.cases import KINDS, AdOutcome, CaseInput, TurnOutcome, VoiceFacts
+from renders.models import RenderStatus
+from renders.services import render_request, versions_of
 from voices.models import Voice
 
 
@@ -33,6 +36,7 @@ class CaseSetup:
     workspace: object | None = None  # the owner's personal workspace when None
     provider: str | None = None  # requested for every conversation; the routing when None
     run_timeout_s: float = 600.0
+    render: bool = False  # a scratch track of the final versions, to measure the speech
 
 
 def run_case(inputs: CaseInput, setup: CaseSetup) -> AdOutcome:
@@ -51,6 +55,7 @@ def run_case(inputs: CaseInput, setup: CaseSetup) -> AdOutcome:
         )
         runs.append(_finished(refinement, setup))
     drafts = _latest_payloads(ad)
+    measured = _measured_speech(ad, setup) if setup.render else None
     return AdOutcome(
         ad_id=str(ad.pk),
         conversation_id=str(first.conversation_id),
@@ -62,7 +67,22 @@ def run_case(inputs: CaseInput, setup: CaseSetup) -> AdOutcome:
         turns=[_turn(run) for run in runs],
         voices=_voice_facts(first_drafts, drafts),
         catalogue_locales=_catalogue_locales(ad.language),
+        measured_speech_s=measured,
     )
+
+
+def _measured_speech(ad: Ad, setup: CaseSetup) -> float | None:
+    """Where the speech ends in a scratch track of the ad's latest versions."""
+    render, _ = render_request(ad=ad, versions=versions_of(ad), user=setup.owner)
+    deadline = time.monotonic() + setup.run_timeout_s
+    while render.status in (RenderStatus.QUEUED, RenderStatus.RENDERING):
+        if time.monotonic() > deadline:
+            raise CaseFailed(f"render {render.pk} was not made within {setup.run_timeout_s:g} s")
+        time.sleep(0.2)
+        render.refresh_from_db()
+    if render.status != RenderStatus.DONE:
+        raise CaseFailed(f"the scratch track could not be made: {render.error}")
+    return render.timeline.get("speechEndS")
 
 
 def _finished(run: Run, setup: CaseSetup) -> Run:

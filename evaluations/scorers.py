@@ -118,9 +118,10 @@ class ScriptInLanguage(Evaluator[CaseInput, AdOutcome, CaseMetadata]):
 
 @dataclass
 class ScriptFitsSlot(Evaluator[CaseInput, AdOutcome, CaseMetadata]):
-    """The script's estimated length (adstudio.speech, as the voice tool estimates it) is
-    between ``low`` and ``high`` of the ad's duration: room for the music to open and
-    close, and not a script that runs past the slot."""
+    """The script's length is between ``low`` and ``high`` of the ad's duration: room for
+    the music to open and close, and not a script that runs past the slot. Measured in a
+    scratch track of the ad when the evaluation renders one, else estimated as the voice
+    tool estimates it (adstudio.speech)."""
 
     low: float = 0.75
     high: float = 1.0
@@ -130,10 +131,13 @@ class ScriptFitsSlot(Evaluator[CaseInput, AdOutcome, CaseMetadata]):
         voices = out.drafts.get("voices")
         if voices is None:
             return _passed(False, "no voices draft")
-        seconds = script_seconds(_tracks(voices), language=out.language)
+        if out.measured_speech_s is not None:  # heard in a scratch track
+            seconds, how = round(out.measured_speech_s, 1), "measured"
+        else:
+            seconds, how = script_seconds(_tracks(voices), language=out.language), "about"
         share = seconds / out.duration_s
         reason = (
-            f"about {seconds:g} s for a {out.duration_s} s slot ({share:.0%}; "
+            f"{how} {seconds:g} s for a {out.duration_s} s slot ({share:.0%}; "
             f"wanted {self.low:.0%}-{self.high:.0%})"
         )
         return _passed(self.low <= share <= self.high, reason)

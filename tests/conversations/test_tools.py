@@ -192,3 +192,23 @@ def test_success_result_is_compact_json(ctx):
     assert not outcome.is_error
     assert json.loads(outcome.text) == outcome.content
     assert outcome.content["versionId"] == "v1"
+
+
+def test_the_state_tells_how_long_a_rendered_voices_version_ran(ctx):
+    from drafts.services import draft_create
+    from renders.models import Render
+    from tests.support.versions import voices
+
+    v1, _ = draft_create(ad=ctx.ad, version=voices("Hello.", "Goodbye."))
+    state = execute_tool_call(tool_call("get_current_state"), ctx)
+    assert "measuredDurationS" not in state.content["voices"]  # no scratch track of v1 yet
+
+    Render.objects.create(
+        ad=ctx.ad, voices=v1, status="done", audio="renders/x.ogg", timeline={"speechEndS": 2.34}
+    )
+    state = execute_tool_call(tool_call("get_current_state"), ctx)
+    assert state.content["voices"]["measuredDurationS"] == 2.3
+    draft_create(ad=ctx.ad, version=voices("A new line."))
+    state = execute_tool_call(tool_call("get_current_state"), ctx)
+    assert state.content["voices"]["versionId"] == "v2"
+    assert "measuredDurationS" not in state.content["voices"]  # v2 is not rendered

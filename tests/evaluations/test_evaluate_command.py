@@ -16,6 +16,7 @@ from conversations.models import Conversation, Run
 from drafts.models import Ad
 from evaluations.datasets import golden_set_hash
 from evaluations.models import EvaluationResult, EvaluationRun
+from renders.models import Render
 from testbed.fake_openai import call, turn
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -246,3 +247,15 @@ def test_a_recorded_evaluation_replays_offline_the_same(
     assert result.scores["RunsSucceeded"]["value"] is False
     failed = Run.objects.filter(status="failed").get()
     assert "the recording has 2 response(s)" in failed.error_message
+
+
+def test_render_measures_each_ads_speech_in_a_scratch_track(
+    catalogue, small_set, settings, tmp_path
+):
+    settings.MEDIA_ROOT = tmp_path / "media"
+    evaluate("--dataset", str(small_set), "--render")
+
+    for result in EvaluationRun.objects.get().results.all():
+        reason = result.scores["ScriptFitsSlot"]["reason"]
+        assert reason.startswith("measured "), reason
+        assert Render.objects.filter(ad_id=result.ad_id, status="done").exists()

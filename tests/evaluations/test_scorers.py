@@ -291,3 +291,11 @@ def test_the_scorers_run_in_pydantic_evals():
     failed = {name for name, a in cases["english"].assertions.items() if not a.value}
     assert failed == {"ScriptInLanguage"}
     assert cases["good"].scores["tokens"].value == 5400.0
+
+
+def test_a_measured_length_wins_over_the_estimate():
+    """With a scratch track rendered, the script's length is what it measured."""
+    ok, reason = verdict(scorers.ScriptFitsSlot, good_outcome(measured_speech_s=12.04))
+    assert not ok and reason.startswith("measured 12 s for a 30 s slot (40%")
+    ok, reason = verdict(scorers.ScriptFitsSlot, good_outcome(measured_speech_s=27.5))
+    assert ok and reason.startswith("measured 27.5 s")

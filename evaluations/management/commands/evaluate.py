@@ -83,6 +83,11 @@ class Command(BaseCommand):
             default=None,
             help="Also score brief-fit with an LLM judge on this provider (off by default)",
         )
+        parser.add_argument(
+            "--render",
+            action="store_true",
+            help="Render each ad's final versions and score the script's measured length",
+        )
         recorded = parser.add_mutually_exclusive_group()
         recorded.add_argument(
             "--record", default="", metavar="FILE", help="Keep every provider response in FILE"
@@ -145,7 +150,12 @@ class Command(BaseCommand):
             compared_with=baseline,
         )
         self.stdout.write(f"Evaluation run {run.pk}")
-        setup = CaseSetup(owner=owner, provider=provider, run_timeout_s=options["timeout"])
+        setup = CaseSetup(
+            owner=owner,
+            provider=provider,
+            run_timeout_s=options["timeout"],
+            render=options["render"],
+        )
         names = {id(case.inputs): case.name for case in dataset.cases}
         progress = _Progress(self.stdout, total=len(dataset.cases), max_cost=max_cost)
 
