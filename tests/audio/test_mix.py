@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import io
 import itertools
+import json
+from pathlib import Path
 
 import numpy as np
 import pyloudnorm
@@ -142,3 +144,37 @@ def test_a_track_that_follows_no_track_is_a_render_error():
     voices["voiceTracks"][1]["playAfter"] = "track-7"
     with pytest.raises(mix.RenderError, match="track-1 plays after 'track-7'"):
         mix.render(language="en", slot_s=10, voices=voices, music=None, sfx=None)
+
+
+CATALOGUE = Path(__file__).resolve().parents[2] / "voices/fixtures/sample_catalogue.json"
+CATALOGUE_LANGUAGES = sorted({voice["language"] for voice in json.loads(CATALOGUE.read_text())})
+
+
+@pytest.mark.parametrize("language", CATALOGUE_LANGUAGES)
+def test_an_ad_renders_in_every_catalogue_language(language):
+    bank = LINES.get(language, LINES["en"])
+    voices = {
+        "voiceTracks": [
+            {
+                "id": "track-0",
+                "voiceName": "v",
+                "text": bank.calm[0],
+                "playAfter": "start",
+                "overlap": 0,
+            },
+            {
+                "id": "track-1",
+                "voiceName": "v",
+                "text": bank.cta[0].format(brand="Spotify"),
+                "playAfter": "track-0",
+                "overlap": -0.3,
+            },
+        ]
+    }
+    music = {"musicPrompt": "pad at 90 bpm", "duration": 10}
+    made = mix.render(language=language, slot_s=10, voices=voices, music=music, sfx=None)
+
+    assert made.warnings == [] and made.seconds == 10.0
+    assert made.loudness_lufs == pytest.approx(-16, abs=0.2)
+    voice = [s for s in made.timeline.segments if s.kind == "voice"]
+    assert voice[1].start_s == pytest.approx(voice[0].end_s + 0.3)
