@@ -8,11 +8,18 @@ import uuid
 from django.conf import settings
 from django.db import models
 from django.db.models import Q, Value
-from django.db.models.functions import Cast, Coalesce, Concat
+from django.db.models.functions import Cast, Coalesce, Concat, Replace
 
 
-def _id_or_dash(field: str):
-    return Coalesce(Cast(field, models.CharField()), Value("-"))
+def _hex_or_dash(field: str):
+    """A draft id as 32 hex digits (how SQLite stores it; PostgreSQL's text has dashes),
+    or "-" for none."""
+    text = Replace(Cast(field, models.CharField()), Value("-"), Value(""))
+    return Coalesce(text, Value("-"))
+
+
+def combination_of(voices_id, music_id, sfx_id) -> str:
+    return ":".join(i.hex if i else "-" for i in (voices_id, music_id, sfx_id))
 
 
 class RenderStatus(models.TextChoices):
@@ -35,16 +42,9 @@ class Render(models.Model):
     sfx = models.ForeignKey(
         "drafts.Draft", null=True, blank=True, on_delete=models.CASCADE, related_name="+"
     )
-    # The versions as one value the database computes, so the combination is unique on
-    # every database (a unique constraint over nullable columns lets NULLs repeat).
-    combination = models.GeneratedField(
-        expression=Concat(
-            _id_or_dash("voices_id"), Value(":"), _id_or_dash("music_id"), Value(":"),
-            _id_or_dash("sfx_id"),
-        ),
-        output_field=models.CharField(max_length=120),
-        db_persist=True,
-    )  # fmt: skip
+    # The versions as one value, unique with the ad on every database (a unique constraint
+    # over the nullable columns would let NULLs repeat); a check keeps it true to them.
+    combination = models.CharField(max_length=100, editable=False)
     status = models.CharField(max_length=10, choices=RenderStatus.choices, default="queued")
     # Measured from the audio made: each part's start and end, joins, warnings.
     timeline = models.JSONField(default=dict, blank=True)
@@ -65,6 +65,18 @@ class Render(models.Model):
             # The same combination is never rendered twice, a missing kind included.
             models.UniqueConstraint(fields=["ad", "combination"], name="render_once_per_versions"),
             models.CheckConstraint(
+                condition=Q(
+                    combination=Concat(
+                        _hex_or_dash("voices_id"),
+                        Value(":"),
+                        _hex_or_dash("music_id"),
+                        Value(":"),
+                        _hex_or_dash("sfx_id"),
+                    )
+                ),
+                name="render_combination_is_its_versions",
+            ),
+            models.CheckConstraint(
                 condition=Q(status__in=RenderStatus.values), name="render_status_valid"
             ),
             models.CheckConstraint(
@@ -72,6 +84,10 @@ class Render(models.Model):
                 name="render_done_has_audio",
             ),
         ]
+
+    def save(self, *args, **kwargs) -> None:
+        self.combination = combination_of(self.voices_id, self.music_id, self.sfx_id)
+        super().save(*args, **kwargs)
 
     def __str__(self) -> str:
         return f"{self.ad} scratch track ({self.versions_label()})"

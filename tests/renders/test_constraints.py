@@ -21,4 +21,16 @@ def test_a_combination_is_rendered_once_even_without_a_kind(ad):
     with pytest.raises(IntegrityError, match="render_once_per_versions"), transaction.atomic():
         Render.objects.create(ad=ad, music=music_v1)
     Render.objects.create(ad=ad, music=music_v1, voices=voices_v1)  # another combination
-    assert Render.objects.get(voices=voices_v1).combination == f"{voices_v1.pk}:{music_v1.pk}:-"
+    assert (
+        Render.objects.get(voices=voices_v1).combination
+        == f"{voices_v1.pk.hex}:{music_v1.pk.hex}:-"
+    )
+
+
+def test_a_combination_that_is_not_its_versions_is_refused(ad):
+    music_v1, _ = draft_create(ad=ad, version=music())
+    render = Render.objects.create(ad=ad, music=music_v1)
+
+    with pytest.raises(IntegrityError, match="render_combination_is_its_versions"):
+        with transaction.atomic():
+            Render.objects.filter(pk=render.pk).update(combination="-:-:-")
