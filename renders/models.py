@@ -85,12 +85,12 @@ class Render(models.Model):
             ),
         ]
 
+    def __str__(self) -> str:
+        return f"{self.ad} scratch track ({self.versions_label()})"
+
     def save(self, *args, **kwargs) -> None:
         self.combination = combination_of(self.voices_id, self.music_id, self.sfx_id)
         super().save(*args, **kwargs)
-
-    def __str__(self) -> str:
-        return f"{self.ad} scratch track ({self.versions_label()})"
 
     def versions_label(self) -> str:
         parts = [

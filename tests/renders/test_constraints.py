@@ -31,6 +31,6 @@ def test_a_combination_that_is_not_its_versions_is_refused(ad):
     music_v1, _ = draft_create(ad=ad, version=music())
     render = Render.objects.create(ad=ad, music=music_v1)
 
-    with pytest.raises(IntegrityError, match="render_combination_is_its_versions"):
-        with transaction.atomic():
-            Render.objects.filter(pk=render.pk).update(combination="-:-:-")
+    refused = pytest.raises(IntegrityError, match="render_combination_is_its_versions")
+    with refused, transaction.atomic():
+        Render.objects.filter(pk=render.pk).update(combination="-:-:-")
