@@ -29,26 +29,3 @@ def spoken_seconds(text: str, *, language: str) -> float:
         return letters / CHARS_PER_SECOND[language]
     words = len(text.split())
     return words / WORDS_PER_SECOND.get(language, DEFAULT_WORDS_PER_SECOND)
-
-
-def track_ends(tracks: list[tuple[str, str, float]], *, language: str) -> list[float]:
-    """When each track of a voice script ends, in seconds from the start: ``tracks`` are
-    ``(text, playAfter, overlap)`` with ``playAfter`` either "start" or "track-N" of an
-    earlier track.
-
-    Each track starts when the one it follows ends, minus its overlap (a negative overlap
-    is a gap); a track after "start" starts at 0.
-    """
-    ends: list[float] = []
-    for text, play_after, overlap in tracks:
-        if play_after == "start":
-            start = 0.0
-        else:
-            start = max(ends[int(play_after.removeprefix("track-"))] - overlap, 0.0)
-        ends.append(start + spoken_seconds(text, language=language))
-    return ends
-
-
-def script_seconds(tracks: list[tuple[str, str, float]], *, language: str) -> float:
-    """Estimated length of a voice script (``track_ends``): it ends with its last line."""
-    return round(max(track_ends(tracks, language=language), default=0.0), 1)

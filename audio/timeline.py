@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from adstudio.speech import spoken_seconds
+
 
 @dataclass(frozen=True)
 class Segment:
@@ -85,6 +87,15 @@ def voice_segments(
             Segment("voice", track["id"], start, start + length, track.get("voiceName", ""))
         )
     return segments, joins
+
+
+def estimated_script_seconds(tracks: list[dict[str, Any]], *, language: str) -> float:
+    """How long a voice script runs as planned (the voice tool's estimate): each line's
+    reading time (``adstudio.speech``) placed as a scratch track would place it; the
+    script ends with the last line to end."""
+    lengths = [spoken_seconds(t.get("text", ""), language=language) for t in tracks]
+    segments, _ = voice_segments(tracks, lengths)
+    return round(max((s.end_s for s in segments), default=0.0), 1)
 
 
 def timeline(

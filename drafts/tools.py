@@ -14,7 +14,6 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator
 
-from adstudio.speech import script_seconds
 from adstudio.tools import (
     Tool,
     ToolArgs,
@@ -24,6 +23,7 @@ from adstudio.tools import (
     ToolResult,
     WrittenDraft,
 )
+from audio.timeline import estimated_script_seconds
 from drafts.models import Draft, DraftKind
 from drafts.payloads import (
     DEFAULT_SFX_SECONDS,
@@ -208,9 +208,7 @@ def create_voice_draft(ctx: ToolContext, args: CreateVoiceDraftArgs) -> ToolResu
         )
         for index, track in enumerate(args.tracks)
     ]
-    seconds = script_seconds(
-        [(t.text, t.playAfter, t.overlap) for t in tracks], language=ctx.ad.language
-    )
+    seconds = estimated_script_seconds([t.model_dump() for t in tracks], language=ctx.ad.language)
     version = VoiceVersion(voiceTracks=tracks, estimatedDurationS=seconds)
     draft = _write(ctx, version)
     result = _result(draft, estimatedDurationS=seconds)

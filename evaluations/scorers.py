@@ -13,7 +13,8 @@ from typing import Any
 
 from pydantic_evals.evaluators import EvaluationReason, Evaluator, EvaluatorContext
 
-from adstudio.speech import script_seconds, track_ends
+from adstudio.speech import spoken_seconds
+from audio.timeline import estimated_script_seconds, timeline
 from evaluations.cases import KINDS, AdOutcome, CaseInput, CaseMetadata
 from evaluations.script_language import script_language
 
@@ -23,13 +24,6 @@ NOT_APPLICABLE: dict[str, Any] = {}  # pydantic-evals records no result for an e
 
 def _passed(ok: bool, reason: str) -> EvaluationReason:
     return EvaluationReason(value=ok, reason=reason)
-
-
-def _tracks(voices: dict) -> list[tuple[str, str, float]]:
-    return [
-        (t["text"], t["playAfter"], float(t.get("overlap", 0.0)))
-        for t in voices.get("voiceTracks", [])
-    ]
 
 
 def _script_text(voices: dict) -> str:
@@ -134,7 +128,8 @@ class ScriptFitsSlot(Evaluator[CaseInput, AdOutcome, CaseMetadata]):
         if out.measured_speech_s is not None:  # heard in a scratch track
             seconds, how = round(out.measured_speech_s, 1), "measured"
         else:
-            seconds, how = script_seconds(_tracks(voices), language=out.language), "about"
+            seconds = estimated_script_seconds(voices.get("voiceTracks", []), language=out.language)
+            how = "about"
         share = seconds / out.duration_s
         reason = (
             f"{how} {seconds:g} s for a {out.duration_s} s slot ({share:.0%}; "
@@ -183,30 +178,27 @@ class MusicUnderVoice(Evaluator[CaseInput, AdOutcome, CaseMetadata]):
 @dataclass
 class SfxInsideAd(Evaluator[CaseInput, AdOutcome, CaseMetadata]):
     """Each sound effect is placed inside the ad: after a voice track that exists, and
-    ending by the ad's end (an effect at "end" ends with the ad)."""
+    ending by the ad's end (an effect at "end" ends with the ad). The placements are
+    ``audio.timeline``'s, with the voice tracks' estimated lengths."""
 
     def evaluate(self, ctx: Context) -> EvaluationReason:
         out = ctx.output
         sfx = out.drafts.get("sfx")
         if sfx is None:
             return _passed(False, "no sfx draft")
-        ends = track_ends(_tracks(out.drafts.get("voices") or {}), language=out.language)
-        wrong = []
-        for n, fx in enumerate(sfx.get("soundFxPrompts", [])):
-            placement, seconds = fx.get("placement", {}), float(fx.get("duration", 0))
-            kind = placement.get("type")
-            if kind == "afterVoice":
-                index = placement.get("index")
-                if not isinstance(index, int) or not 0 <= index < len(ends):
-                    wrong.append(f"effect {n}: after voice track {index}, which does not exist")
-                    continue
-                start = ends[index]
-            else:
-                start = 0.0 if kind == "start" else out.duration_s - seconds
-            if seconds <= 0 or start < 0 or start + seconds > out.duration_s + 0.05:
-                wrong.append(
-                    f"effect {n}: {start:.1f}-{start + seconds:.1f} s in a {out.duration_s} s ad"
-                )
+        voices = out.drafts.get("voices") or {}
+        lengths = [
+            spoken_seconds(t["text"], language=out.language) for t in voices.get("voiceTracks", [])
+        ]
+        placed = timeline(
+            slot_s=out.duration_s, voices=voices, music=None, sfx=sfx, voice_lengths_s=lengths
+        )
+        wrong = [w for w in placed.warnings if w.startswith("sfx-")]
+        wrong += [
+            f"sfx-{n} lasts {fx.get('duration')} s"
+            for n, fx in enumerate(sfx.get("soundFxPrompts", []))
+            if float(fx.get("duration", 0)) <= 0
+        ]
         if wrong:
             return _passed(False, "; ".join(wrong))
         count = len(sfx.get("soundFxPrompts", []))
@@ -270,8 +262,12 @@ class RefinementDirection(Evaluator[CaseInput, AdOutcome, CaseMetadata]):
             ok = new != old and (bool(words.search(new)) or moved)
             return _passed(ok, f"music prompt now: {new[:120]!r}")
         if direction in ("script_shorter", "script_longer"):
-            old_s = script_seconds(_tracks(before.get("voices", {})), language=out.language)
-            new_s = script_seconds(_tracks(after.get("voices", {})), language=out.language)
+            old_s = estimated_script_seconds(
+                before.get("voices", {}).get("voiceTracks", []), language=out.language
+            )
+            new_s = estimated_script_seconds(
+                after.get("voices", {}).get("voiceTracks", []), language=out.language
+            )
             ok = new_s < old_s if direction == "script_shorter" else new_s > old_s
             return _passed(ok, f"script about {old_s:g} s before, {new_s:g} s after")
         if direction in ("female_voice_swapped", "male_voice_swapped"):

@@ -184,8 +184,12 @@ def test_music_is_an_instrumental_bed_as_long_as_the_ad(prompt, duration, instru
     ("effect", "says"),
     [
         ({"placement": {"type": "afterVoice", "index": 9}, "duration": 1.0}, "does not exist"),
-        ({"placement": {"type": "end"}, "duration": 45.0}, "-15.0-30.0 s"),
-        ({"placement": {"type": "afterVoice", "index": 5}, "duration": 3.0}, "in a 30 s ad"),
+        (
+            {"placement": {"type": "end"}, "duration": 45.0},
+            "plays until 45.00 s, after the 30 s slot",
+        ),
+        ({"placement": {"type": "afterVoice", "index": 5}, "duration": 3.0}, "after the 30 s slot"),
+        ({"placement": {"type": "start"}, "duration": 0.0}, "sfx-0 lasts 0.0 s"),
     ],
 )
 def test_an_effect_outside_the_ad_fails(effect, says):
