@@ -101,7 +101,7 @@ class Command(BaseCommand):
         parser.add_argument(
             "--owner",
             default=EVALUATION_USER,
-            help="The user the ads are made as (created if absent)",
+            help=f"The user the ads are made as (default {EVALUATION_USER}, made on first use)",
         )
 
     def handle(self, *args, **options) -> None:
