@@ -143,6 +143,9 @@ USE_TZ = True
 MEDIA_ROOT = Path(env_str("MEDIA_ROOT") or VAR_DIR / "media")
 # Seconds a scratch track's audio link stays valid.
 ADSTUDIO_RENDER_LINK_SECONDS = env_int("ADSTUDIO_RENDER_LINK_SECONDS", 900, minimum=10)
+# Seconds after which a render claimed by a task and not finished counts as stopped (its
+# worker died): asking for it again queues it again. A 30 s ad renders in about a second.
+ADSTUDIO_RENDER_STALE_AFTER = env_int("ADSTUDIO_RENDER_STALE_AFTER", 300, minimum=10)
 # The loudness a scratch track is normalised to, LUFS integrated (ITU-R BS.1770).
 ADSTUDIO_RENDER_LOUDNESS_LUFS = env_float("ADSTUDIO_RENDER_LOUDNESS_LUFS", -16.0, minimum=-70.0)
 if ADSTUDIO_RENDER_LOUDNESS_LUFS > -1:

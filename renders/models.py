@@ -58,6 +58,7 @@ class Render(models.Model):
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
     created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)  # claimed by a task
     finished_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:

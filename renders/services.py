@@ -7,12 +7,14 @@ from __future__ import annotations
 import logging
 import time
 import uuid
+from datetime import timedelta
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core import signing
 from django.core.files.base import ContentFile
 from django.db import IntegrityError, transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from adstudio.celery import app as celery_app
@@ -61,8 +63,8 @@ def versions_of(
 
 def render_request(*, ad: Ad, versions: dict[str, Draft | None], user=None) -> tuple[Render, bool]:
     """The render of these versions: the one made or being made, or a new one queued (its
-    task sent when the row is committed). A failed one is tried again. ``(render,
-    queued)``."""
+    task sent when the row is committed). A failed one, or one whose task died, is tried
+    again. ``(render, queued)``."""
     fields = {kind: versions.get(kind) for kind in DraftKind.values}
     with transaction.atomic():
         render = render_of(ad, fields)
@@ -72,14 +74,25 @@ def render_request(*, ad: Ad, versions: dict[str, Draft | None], user=None) -> t
                     render = Render.objects.create(ad=ad, requested_by=user, **fields)
             except IntegrityError:  # asked for at the same moment by another request
                 return render_of(ad, fields), False
-        elif render.status != RenderStatus.FAILED:
+        elif not _requeued(render):
             return render, False
-        else:
-            Render.objects.filter(pk=render.pk).update(status=RenderStatus.QUEUED, error="")
-            render.status, render.error = RenderStatus.QUEUED, ""
         pk = render.pk
         transaction.on_commit(lambda: celery_app.tasks[RENDER_TASK].delay(str(pk)))
     return render, True
+
+
+def _requeued(render: Render) -> bool:
+    """Queue a failed render again, or one whose task stopped mid-render (its worker died:
+    claimed longer ago than ``ADSTUDIO_RENDER_STALE_AFTER``). One statement decides, so two
+    requests at once queue it once."""
+    stale = timezone.now() - timedelta(seconds=settings.ADSTUDIO_RENDER_STALE_AFTER)
+    again = Q(status=RenderStatus.FAILED) | Q(status=RenderStatus.RENDERING, started_at__lt=stale)
+    if not Render.objects.filter(again, pk=render.pk).update(
+        status=RenderStatus.QUEUED, error="", started_at=None
+    ):
+        return False
+    render.status, render.error, render.started_at = RenderStatus.QUEUED, "", None
+    return True
 
 
 def render_of(ad: Ad, fields: dict[str, Draft | None]) -> Render | None:
@@ -97,7 +110,7 @@ def render_make(render_id: uuid.UUID | str) -> Render | None:
     """Make the render's audio (the task's work): claimed from ``queued`` first, so two
     deliveries of the task make it once."""
     claimed = Render.objects.filter(pk=render_id, status=RenderStatus.QUEUED).update(
-        status=RenderStatus.RENDERING
+        status=RenderStatus.RENDERING, started_at=timezone.now()
     )
     if not claimed:
         return None

@@ -149,3 +149,28 @@ def test_a_viewer_may_hear_the_ad(ad, user, other_user, tasks_executed):
     body = api_for(other_user).post(f"/api/ads/{ad.pk}/renders", {}, format="json").json()
     body = api_for(other_user).get(f"/api/renders/{body['id']}").json()
     assert body["status"] == "done" and APIClient().get(body["audioUrl"]).status_code == 200
+
+
+def test_a_render_whose_task_died_is_made_again_when_asked(ad, user, settings, tasks_executed):
+    """A worker killed mid-render leaves it ``rendering``; once that is older than
+    ADSTUDIO_RENDER_STALE_AFTER, asking again queues it again (and only then)."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from renders.services import versions_of
+
+    stuck = Render.objects.create(
+        ad=ad, status="rendering", started_at=timezone.now(), **versions_of(ad)
+    )
+    api = api_for(user)
+
+    assert api.post(f"/api/ads/{ad.pk}/renders", {}, format="json").json()["status"] == "rendering"
+    Render.objects.filter(pk=stuck.pk).update(
+        started_at=timezone.now() - timedelta(seconds=settings.ADSTUDIO_RENDER_STALE_AFTER + 1)
+    )
+    again = api.post(f"/api/ads/{ad.pk}/renders", {}, format="json").json()
+
+    assert again["id"] == str(stuck.pk) and again["status"] in ("queued", "done")
+    assert api.get(f"/api/renders/{stuck.pk}").json()["status"] == "done"
+    assert tasks_executed == ["renders.tasks.render_scratch_track"]
