@@ -95,6 +95,12 @@ def test_an_invalid_run_rate_is_a_start_up_error(rate):
             {"ADSTUDIO_TASK_SOFT_TIME_LIMIT": "600", "ADSTUDIO_TASK_TIME_LIMIT": "300"},
             "must be longer than ADSTUDIO_TASK_SOFT_TIME_LIMIT",
         ),
+        ({"ADSTUDIO_RENDER_LOUDNESS_LUFS": "3"}, "is louder than full scale"),
+        ({"ADSTUDIO_RENDER_LOUDNESS_LUFS": "-90"}, "must be at least -70.0"),
+        (
+            {"ADSTUDIO_RENDER_LINK_SECONDS": "1"},
+            "ADSTUDIO_RENDER_LINK_SECONDS=1 must be at least 10",
+        ),
     ],
 )
 def test_timings_that_cannot_work_are_start_up_errors(env, says):
