@@ -19,7 +19,6 @@ from django.utils import timezone
 
 from adstudio.celery import app as celery_app
 from adstudio.refusals import StateConflict
-from audio import mix
 from drafts.models import Ad, Draft, DraftKind, DraftStatus
 from renders.models import Render, RenderStatus
 from workspaces.access import may
@@ -114,6 +113,10 @@ def render_make(render_id: uuid.UUID | str) -> Render | None:
     )
     if not claimed:
         return None
+    # Imported here: numpy, scipy and the codecs take about a second, which every process
+    # that loads the apps would pay (workers load them at start: ``tasks``).
+    from audio import mix
+
     render = Render.objects.select_related("ad", "voices", "music", "sfx").get(pk=render_id)
     started = time.monotonic()
     try:

@@ -18,7 +18,11 @@ pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
 
 def test_a_worker_reads_the_token_encoding_and_the_sdks_before_it_takes_tasks(worker):
     log = worker.log.read_text()
-    for loaded in ("token encoding loaded in", "provider adapters loaded in"):
+    for loaded in (
+        "token encoding loaded in",
+        "provider adapters loaded in",
+        "scratch-track audio loaded in",
+    ):
         assert loaded in log, log
         assert log.index(loaded) < log.index(" ready."), log
 
