@@ -3,9 +3,10 @@
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/adstudio \\
         .venv/bin/python -m benchmarks.render [--runs 5] [--language th]
 
-- cold: a process of its own per run (Django set up, nothing of eSpeak loaded), timing
-  the render task's work for a combination not rendered before: the library and voice
-  loaded, six lines synthesised, the mix, loudness, Ogg/Opus and WAV encoded and stored;
+- cold: a process of its own per run, set up as a worker is at its start (Django, then
+  the mix's libraries and eSpeak NG: that load is reported apart, time and memory),
+  timing the render task's work for a combination not rendered before: six lines
+  synthesised, the mix, loudness, Ogg/Opus and WAV encoded and stored;
   with the real-time factor of the synthesis (seconds of speech made per second of
   synthesis; the library's start is in the render's time, not in this) and the
   process's peak resident memory before and after (``ru_maxrss``).
@@ -90,7 +91,12 @@ def cold_child(language: str) -> None:
     bench_django(DATABASE)
     from renders.models import Render
     from renders.services import render_make, versions_of
+    from renders.tasks import _load_audio_at_worker_start
 
+    # What a worker does at its start (renders.tasks), timed apart from the render.
+    started, at_start_kb = time.perf_counter(), resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    _load_audio_at_worker_start()
+    load_s = time.perf_counter() - started
     before_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     ad, user = _ad(language)
     render = Render.objects.create(ad=ad, requested_by=user, **versions_of(ad))
@@ -104,6 +110,8 @@ def cold_child(language: str) -> None:
                 "render_s": seconds,
                 "real_time_factor": made.timeline["synthesisRealTimeFactor"],
                 "status": made.status,
+                "load_s": load_s,
+                "load_mb": (before_kb - at_start_kb) / 1024,
                 "rss_before_mb": before_kb / 1024,
                 "rss_after_mb": after_kb / 1024,
             }
@@ -170,6 +178,8 @@ def main() -> None:
         "cold_render_s": [round(c["render_s"], 3) for c in colds],
         "cold_render_median_s": round(statistics.median(c["render_s"] for c in colds), 3),
         "synthesis_real_time_factor": [c["real_time_factor"] for c in colds],
+        "worker_start_load_s": [round(c["load_s"], 3) for c in colds],
+        "worker_start_load_mb": [round(c["load_mb"], 1) for c in colds],
         "rss_growth_mb": [round(c["rss_after_mb"] - c["rss_before_mb"], 1) for c in colds],
         "rss_peak_mb": [round(c["rss_after_mb"], 1) for c in colds],
         "cached_post_median_ms": round(statistics.median(warm) * 1000, 2),
