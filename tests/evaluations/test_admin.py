@@ -40,8 +40,15 @@ def test_being_staff_is_not_enough(client, django_user_model, runs):
         "/admin/evaluations/evaluationrun/",
         f"/admin/evaluations/evaluationrun/{before.pk}/change/",
         f"/admin/evaluations/evaluationrun/{before.pk}/export.csv",
+        f"/admin/evaluations/evaluationrun/{runs[1].pk}/compare/{before.pk}/",
+        "/admin/evaluations/evaluationrun/golden-case/",
     ):
         assert client.get(url).status_code == 403, url
+    compared = client.post(
+        "/admin/evaluations/evaluationrun/",
+        {"action": "compare_two", "_selected_action": [str(r.pk) for r in runs]},
+    )
+    assert compared.status_code == 403
 
 
 def test_a_runs_table_puts_failures_first_and_links_transcripts(client, evaluator, runs):

@@ -131,6 +131,7 @@ def test_a_missed_threshold_exits_1_and_a_comparison_lists_what_changed(catalogu
         (["--concurrency", "0"], "--concurrency must be at least 1"),
         (["--owner", "nobody"], "--owner 'nobody': no such user"),
         (["--replay", "/nowhere/recorded.json"], "--replay /nowhere/recorded.json: [Errno 2]"),
+        (["--record", "/nowhere/r.json"], "--record /nowhere/r.json: /nowhere is not a folder"),
         (["--replay", "r.json", "--provider", "demo"], "drop --provider, --model and --judge"),
         (["--judge", "openai"], "--judge openai: provider 'openai' has no API key"),
     ],

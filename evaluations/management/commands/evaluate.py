@@ -11,11 +11,13 @@ could not start (a bad set, an unknown provider, a cost estimate over --max-cost
 from __future__ import annotations
 
 import asyncio
+import os
 import threading
 import time
 import uuid
 from contextlib import nullcontext
 from decimal import Decimal, InvalidOperation
+from pathlib import Path
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
@@ -245,6 +247,12 @@ class Command(BaseCommand):
         if options["record"] and options["judge"]:
             raise CommandError("--record keeps the runs' responses: drop --judge", returncode=2)
         if options["record"]:
+            folder = Path(path).resolve().parent
+            if not folder.is_dir() or not os.access(folder, os.W_OK):
+                # Found out now, not after every case has run and been paid for.
+                raise CommandError(
+                    f"--record {path}: {folder} is not a folder one can write in", returncode=2
+                )
             recording = replay.Recording()
             return recording, replay.recorded_route(recording)
         try:
