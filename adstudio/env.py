@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import select
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -269,3 +270,60 @@ def redis_url(name: str) -> str:
             f"{name}={_redacted(url)!r} is not a Redis URL: expected redis://HOST:PORT/DB."
         )
     return url
+
+
+_BUCKET = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
+_REGION = re.compile(r"^[a-z0-9-]{1,32}$")
+
+
+def media_storage() -> dict:
+    """``STORAGES["default"]``, where the product's files live: an S3 bucket when
+    ``MEDIA_S3_BUCKET`` is set (``MEDIA_S3_ENDPOINT_URL`` for an S3-compatible server,
+    ``MEDIA_S3_REGION``, ``MEDIA_S3_PREFIX``), else ``MEDIA_ROOT`` on this host's disk.
+    The bucket's credentials are boto3's to find (``AWS_ACCESS_KEY_ID`` and
+    ``AWS_SECRET_ACCESS_KEY``, a profile, an instance role): never in the settings."""
+    bucket = env_str("MEDIA_S3_BUCKET")
+    if not bucket:
+        for name in ("MEDIA_S3_ENDPOINT_URL", "MEDIA_S3_REGION", "MEDIA_S3_PREFIX"):
+            if env_str(name):
+                raise ImproperlyConfigured(
+                    f"{name} is set but MEDIA_S3_BUCKET is not: set the bucket to store "
+                    "files in S3, or unset it to keep them under MEDIA_ROOT."
+                )
+        # Its location is MEDIA_ROOT, read when first used (so a test may change it).
+        return {"BACKEND": "adstudio.file_storage.WholeFileSystemStorage"}
+    if not _BUCKET.match(bucket) or ".." in bucket:
+        raise ImproperlyConfigured(
+            f"MEDIA_S3_BUCKET={bucket!r} is not a bucket name: 3 to 63 lower-case letters, "
+            "digits, dots and hyphens, starting and ending with a letter or digit."
+        )
+    options: dict = {"bucket_name": bucket, "file_overwrite": True}
+    endpoint = env_str("MEDIA_S3_ENDPOINT_URL")
+    if endpoint:
+        try:
+            parts = urlsplit(endpoint)
+            parts.port  # noqa: B018 - raises ValueError for a port that is not a number
+        except ValueError:
+            parts = None
+        if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ImproperlyConfigured(
+                f"MEDIA_S3_ENDPOINT_URL={_redacted(endpoint)!r} is not an S3 endpoint: "
+                "expected http(s)://HOST[:PORT], e.g. https://minio.internal:9000."
+            )
+        options["endpoint_url"] = endpoint
+    region = env_str("MEDIA_S3_REGION")
+    if region:
+        if not _REGION.match(region):
+            raise ImproperlyConfigured(
+                f"MEDIA_S3_REGION={region!r} is not a region name, e.g. eu-west-1."
+            )
+        options["region_name"] = region
+    prefix = env_str("MEDIA_S3_PREFIX").strip("/")
+    if prefix:
+        if not re.fullmatch(r"[A-Za-z0-9._/-]{1,200}", prefix) or ".." in prefix.split("/"):
+            raise ImproperlyConfigured(
+                f"MEDIA_S3_PREFIX={prefix!r} is not a key prefix: letters, digits, '.', '_', "
+                "'-' and '/' (no '..'), e.g. adstudio/media."
+            )
+        options["location"] = prefix
+    return {"BACKEND": "adstudio.s3_storage.MediaS3Storage", "OPTIONS": options}

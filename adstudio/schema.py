@@ -81,6 +81,10 @@ def add_error_responses(result: dict, generator, request, public) -> dict:
                 operation["responses"].setdefault(
                     status, {"description": description, "content": error}
                 )
+            # Errors a view declares by their description alone (a 409's codes, say).
+            for status, response in operation["responses"].items():
+                if status[0] in "45" and "content" not in response:
+                    response["content"] = error
     return result
 
 

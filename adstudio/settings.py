@@ -23,6 +23,7 @@ from adstudio.env import (
     env_proxy_ssl_header,
     env_rate,
     env_str,
+    media_storage,
     otlp_endpoint,
     redis_url,
 )
@@ -138,14 +139,17 @@ TIME_ZONE = "UTC"
 USE_I18N = True
 USE_TZ = True
 
-# Files the product makes (scratch tracks): local by default; any django-storages
-# backend through STORAGES["default"]. Served only through authorised, expiring links.
+# Files the product makes (scratch tracks): under MEDIA_ROOT on this host's disk by
+# default; in an S3 bucket with MEDIA_S3_BUCKET, which several hosts share (adstudio.env.
+# media_storage). Served only through authorised, expiring links.
 MEDIA_ROOT = Path(env_str("MEDIA_ROOT") or VAR_DIR / "media")
 # Seconds a scratch track's audio link stays valid.
 ADSTUDIO_RENDER_LINK_SECONDS = env_int("ADSTUDIO_RENDER_LINK_SECONDS", 900, minimum=10)
-# Seconds after which a render claimed by a task and not finished counts as stopped (its
-# worker died): asking for it again queues it again. A 30 s ad renders in about a second.
-ADSTUDIO_RENDER_STALE_AFTER = env_int("ADSTUDIO_RENDER_STALE_AFTER", 300, minimum=10)
+# A render's lease: seconds without a sign of life from the task rendering it (its claim,
+# renewed as it goes) before its worker is taken for dead and the sweep sends it again; and
+# seconds after which a queued render whose message may have been lost is sent again. A 30 s
+# ad renders in about a second.
+ADSTUDIO_RENDER_STALE_AFTER = env_int("ADSTUDIO_RENDER_STALE_AFTER", 20, minimum=2)
 # The loudness a scratch track is normalised to, LUFS integrated (ITU-R BS.1770).
 ADSTUDIO_RENDER_LOUDNESS_LUFS = env_float("ADSTUDIO_RENDER_LOUDNESS_LUFS", -16.0, minimum=-70.0)
 if ADSTUDIO_RENDER_LOUDNESS_LUFS > -1:
@@ -164,7 +168,7 @@ STATIC_ROOT = Path(env_str("STATIC_ROOT") or VAR_DIR / "static")
 # STATIC_ROOT (the test suite does the same: tests/conftest.py).
 _STATIC_FROM_APPS = DEBUG
 STORAGES = {
-    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "default": media_storage(),
     "staticfiles": {
         "BACKEND": (
             "django.contrib.staticfiles.storage.StaticFilesStorage"
@@ -369,7 +373,8 @@ ADSTUDIO_RUN_STALE_AFTER = env_float("ADSTUDIO_RUN_STALE_AFTER", 120.0, minimum=
 ADSTUDIO_RUN_MAX_RESUMES = env_int("ADSTUDIO_RUN_MAX_RESUMES", 3, minimum=0)
 # A queued run older than this whose task may have been lost is enqueued again.
 ADSTUDIO_QUEUED_RUN_GRACE = env_float("ADSTUDIO_QUEUED_RUN_GRACE", 60.0, minimum=1.0)
-ADSTUDIO_RECOVERY_INTERVAL = env_float("ADSTUDIO_RECOVERY_INTERVAL", 60.0, minimum=1.0)
+# Seconds between recovery sweeps (runs and renders): a cheap indexed query each.
+ADSTUDIO_RECOVERY_INTERVAL = env_float("ADSTUDIO_RECOVERY_INTERVAL", 15.0, minimum=1.0)
 if ADSTUDIO_HEARTBEAT_INTERVAL >= ADSTUDIO_RUN_STALE_AFTER:
     raise ImproperlyConfigured(
         f"ADSTUDIO_HEARTBEAT_INTERVAL ({ADSTUDIO_HEARTBEAT_INTERVAL:g} s) must be shorter than "
@@ -406,6 +411,12 @@ CELERY_BEAT_SCHEDULE = {
         "task": "conversations.tasks.recover_runs",
         "schedule": ADSTUDIO_RECOVERY_INTERVAL,
     },
+    "recover-renders": {
+        "task": "renders.tasks.recover_renders",
+        "schedule": ADSTUDIO_RECOVERY_INTERVAL,
+    },
+    # Files of renders that are gone: a listing of the whole renders folder, so hourly.
+    "prune-render-files": {"task": "renders.tasks.prune_render_files", "schedule": 3600.0},
 }
 
 # --- Providers ------------------------------------------------------------------------

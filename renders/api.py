@@ -4,9 +4,13 @@ and fetch its audio through an authorised, expiring link (a token in the URL, so
 
 from __future__ import annotations
 
-from django.http import FileResponse, Http404
+import hashlib
+import logging
+
+from django.http import Http404, HttpResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404
 from django.urls import reverse
+from django.utils.http import content_disposition_header
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import (
     OpenApiParameter,
@@ -15,23 +19,31 @@ from drf_spectacular.utils import (
     extend_schema_field,
 )
 from rest_framework import serializers, status
+from rest_framework.exceptions import NotFound
 from rest_framework.permissions import AllowAny, IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from adstudio.api_errors import error_body
+from adstudio.byte_ranges import Unsatisfiable, requested_range
 from adstudio.serializers import InputSerializer
 from drafts.models import DraftKind
 from drafts.selectors import ads_for
+from renders import files
 from renders.models import Render, RenderStatus
 from renders.services import (
     ACTIVE,
     LATEST,
     audio_link_token,
+    download_name,
     render_for_token,
     render_request,
+    render_requeue_missing,
     versions_of,
 )
+
+logger = logging.getLogger(__name__)
 
 _VERSION = r"^v[1-9][0-9]{0,8}$"
 
@@ -112,12 +124,18 @@ class AdRendersView(APIView):
 
     @extend_schema(
         request=RenderRequestSerializer,
-        responses={202: RenderSerializer},
+        responses={
+            202: RenderSerializer,
+            409: OpenApiResponse(
+                description="`no_such_version`: a version named that the ad does not have; "
+                "`nothing_to_render`: no voices, music or effects in the versions asked for."
+            ),
+        },
         summary="Render a scratch track of the ad's versions",
     )
     def post(self, request: Request, ad_id) -> Response:
         """The versions named, the latest (or active) of the others; a combination rendered
-        before is answered at once, never rendered twice."""
+        before is answered at once, never rendered twice. An archived ad renders too."""
         ad = get_object_or_404(ads_for(request.user), pk=ad_id)
         data = RenderRequestSerializer(data=request.data)
         data.is_valid(raise_exception=True)
@@ -150,22 +168,86 @@ class RenderAudioView(APIView):
     permission_classes = [AllowAny]
 
     @extend_schema(
-        parameters=[OpenApiParameter("token", str, required=True)],
+        parameters=[
+            OpenApiParameter("token", str, required=True),
+            OpenApiParameter(
+                "Range",
+                str,
+                location=OpenApiParameter.HEADER,
+                description="One byte range, e.g. `bytes=0-1023`; several are answered whole.",
+            ),
+        ],
         responses={
             (200, "audio/ogg"): OpenApiResponse(OpenApiTypes.BINARY),
             (200, "audio/wav"): OpenApiResponse(OpenApiTypes.BINARY),
-            404: OpenApiResponse(description="No such render, or the link expired."),
+            (206, "audio/ogg"): OpenApiResponse(OpenApiTypes.BINARY, description="A range."),
+            (206, "audio/wav"): OpenApiResponse(OpenApiTypes.BINARY, description="A range."),
+            404: OpenApiResponse(
+                description="No such render, the link expired, or its file is missing from "
+                "storage (the render is then queued again: ask for the render again)."
+            ),
+            416: OpenApiResponse(description="The range lies outside the file."),
+            503: OpenApiResponse(description="Storage cannot be reached; retry later."),
         },
         summary="A scratch track's audio, by the expiring link its render gives",
     )
-    def get(self, request: Request, pk) -> FileResponse:
+    def get(self, request: Request, pk) -> HttpResponse:
+        """Streamed from storage by this process, which checked the link: the bucket stays
+        private and reachable from the web hosts only, and a revoked member's link stops
+        working at once (a presigned URL would work for its whole life)."""
         found = render_for_token(request.query_params.get("token", ""))
         if found is None or str(found[0].pk) != str(pk):
             raise Http404("No such render, or the link expired.")
         render, fmt = found
-        field = render.audio if fmt == "ogg" else render.wav
-        response = FileResponse(
-            field.open("rb"), content_type="audio/ogg" if fmt == "ogg" else "audio/wav"
+        name = (render.audio if fmt == "ogg" else render.wav).name
+        try:
+            size = files.size_of(name)
+            wanted = _if_range(request, name, requested_range(request.headers.get("Range"), size))
+            start, length = (wanted.start, wanted.length) if wanted else (0, size)
+            body = files.chunks(name, start, length)
+        except FileNotFoundError:
+            render_requeue_missing(render, name)
+            raise NotFound(
+                "The audio is missing from storage and is being made again: ask for the "
+                "render again.",
+                code="audio_missing",
+            ) from None
+        except Unsatisfiable:
+            response = HttpResponse(status=416)
+            response["Content-Range"] = f"bytes */{size}"
+            return response
+        except Exception as exc:
+            logger.warning("render %s: storage unavailable: %s", render.pk, exc)
+            return Response(
+                error_body("storage_unavailable", "The audio cannot be read now: try again."),
+                status=503,
+                headers={"Retry-After": "5"},
+            )
+        response = StreamingHttpResponse(
+            body,
+            status=206 if wanted else 200,
+            content_type="audio/ogg" if fmt == "ogg" else "audio/wav",
+        )
+        response["Content-Length"] = str(length)
+        if wanted:
+            response["Content-Range"] = wanted.content_range(size)
+        response["Accept-Ranges"] = "bytes"
+        response["ETag"] = _etag(name)
+        response["Content-Disposition"] = content_disposition_header(
+            False, download_name(render, fmt)
         )
         response["Cache-Control"] = "private, max-age=300"
         return response
+
+
+def _etag(name: str) -> str:
+    """A strong validator: a stored name is never written twice (it carries its claim)."""
+    return '"' + hashlib.sha256(name.encode()).hexdigest()[:32] + '"'
+
+
+def _if_range(request: Request, name: str, wanted):
+    """The range, unless ``If-Range`` names another version of the file (then the whole)."""
+    validator = request.headers.get("If-Range")
+    if wanted is not None and validator and validator.strip() != _etag(name):
+        return None
+    return wanted

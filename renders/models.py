@@ -1,5 +1,10 @@
 """Scratch tracks: one render per combination of an ad's versions (derived data, made
-once, deleted with nothing else), its audio in the project's file storage."""
+once, deleted with nothing else), its audio in the project's file storage.
+
+A render's life is a run's: claimed by one task at a time with a token (``claims``) and a
+lease (``lease_expires_at``, the database's clock), written only while the token is the
+latest, and sent again by the recovery sweep when its task was lost or its lease ran out
+(``renders.recover``)."""
 
 from __future__ import annotations
 
@@ -48,17 +53,29 @@ class Render(models.Model):
     status = models.CharField(max_length=10, choices=RenderStatus.choices, default="queued")
     # Measured from the audio made: each part's start and end, joins, warnings.
     timeline = models.JSONField(default=dict, blank=True)
+    # Named only once whole in storage (renders.files): the row is done after its files.
     audio = models.FileField(upload_to="renders/", blank=True, help_text="Ogg/Opus.")
     wav = models.FileField(upload_to="renders/", blank=True)
     seconds = models.FloatField(null=True, blank=True)
+    # None for a silent mix: BS.1770 gives it -inf, which JSON cannot carry.
     loudness_lufs = models.FloatField(null=True, blank=True)
     render_ms = models.PositiveIntegerField(null=True, blank=True)
     error = models.TextField(blank=True)
     requested_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
+    # The latest claim's token: each claim by a task adds one, and a task writes the row
+    # (or names files in it) only while its token is still the latest.
+    claims = models.PositiveIntegerField(default=0)
+    # Times the sweep took it back from a task whose lease ran out (its worker died),
+    # since it was last asked for; past RENDER_MAX_RECLAIMS it fails instead.
+    reclaims = models.PositiveSmallIntegerField(default=0)
+    # While rendering: past this (the database's clock), its worker is taken for dead.
+    lease_expires_at = models.DateTimeField(null=True, blank=True)
+    # When its task was last sent: a queued render not sent for a while lost its message.
+    enqueued_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
-    started_at = models.DateTimeField(null=True, blank=True)  # claimed by a task
+    started_at = models.DateTimeField(null=True, blank=True)  # first claimed by a task
     finished_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
@@ -80,9 +97,30 @@ class Render(models.Model):
             models.CheckConstraint(
                 condition=Q(status__in=RenderStatus.values), name="render_status_valid"
             ),
+            # Done means its files are whole in storage and named here.
             models.CheckConstraint(
-                condition=~Q(status=RenderStatus.DONE) | ~Q(audio=""),
+                condition=~Q(status=RenderStatus.DONE) | (~Q(audio="") & ~Q(wav="")),
                 name="render_done_has_audio",
+            ),
+            # A failure always says why.
+            models.CheckConstraint(
+                condition=~Q(status=RenderStatus.FAILED) | ~Q(error=""),
+                name="render_failed_has_error",
+            ),
+            # A render being made has a lease the sweep can judge.
+            models.CheckConstraint(
+                condition=~Q(status=RenderStatus.RENDERING) | Q(lease_expires_at__isnull=False),
+                name="render_rendering_has_lease",
+            ),
+            # Only numbers JSON can carry: NaN and infinities fall outside every range.
+            models.CheckConstraint(
+                condition=Q(loudness_lufs__isnull=True)
+                | Q(loudness_lufs__gte=-200, loudness_lufs__lte=20),
+                name="render_loudness_finite",
+            ),
+            models.CheckConstraint(
+                condition=Q(seconds__isnull=True) | Q(seconds__gte=0, seconds__lte=86400),
+                name="render_seconds_finite",
             ),
         ]
 

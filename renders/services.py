@@ -1,25 +1,26 @@
-"""Scratch tracks asked for and made: which versions a render is of, one render per
-combination (asked twice, made once), the render task's work, and the authorised,
-expiring link to its audio."""
+"""Scratch tracks asked for: which versions a render is of, one render per combination
+(asked twice, made once), its task sent, and the authorised, expiring link to its audio.
+The task's work is ``renders.making``; the sweep that sends lost renders again,
+``renders.recover``."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
-import time
 import uuid
-from datetime import timedelta
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core import signing
-from django.core.files.base import ContentFile
-from django.db import IntegrityError, transaction
+from django.db import DatabaseError, IntegrityError, transaction
 from django.db.models import Q
-from django.utils import timezone
+from django.db.models.functions import Now
+from django.utils.text import slugify
 
 from adstudio.celery import app as celery_app
 from adstudio.refusals import StateConflict
 from drafts.models import Ad, Draft, DraftKind, DraftStatus
+from renders import files
 from renders.models import Render, RenderStatus
 from workspaces.access import may
 from workspaces.roles import Action
@@ -35,6 +36,12 @@ class NoSuchVersion(StateConflict):
     """A version asked for that the ad does not have."""
 
     code = "no_such_version"
+
+
+class NothingToRender(StateConflict):
+    """No voices, music or effects: a scratch track of nothing would be silence."""
+
+    code = "nothing_to_render"
 
 
 def versions_of(
@@ -62,36 +69,81 @@ def versions_of(
 
 def render_request(*, ad: Ad, versions: dict[str, Draft | None], user=None) -> tuple[Render, bool]:
     """The render of these versions: the one made or being made, or a new one queued (its
-    task sent when the row is committed). A failed one, or one whose task died, is tried
-    again. ``(render, queued)``."""
+    task sent when the row is committed). A failed one, or one whose lease ran out (its
+    worker died), is queued again. ``(render, queued)``; ``NothingToRender`` when every
+    kind is left out.
+
+    An archived ad renders too: a scratch track changes nothing of the ad, and it is how
+    someone hears what the ad was."""
     fields = {kind: versions.get(kind) for kind in DraftKind.values}
+    if not _sounds_in(fields):
+        raise NothingToRender(
+            "There is nothing to render: the ad has no voices, music or sound effects in "
+            "the versions asked for."
+        )
     with transaction.atomic():
         render = render_of(ad, fields)
         if render is None:
             try:
                 with transaction.atomic():
-                    render = Render.objects.create(ad=ad, requested_by=user, **fields)
+                    render = Render.objects.create(
+                        ad=ad, requested_by=user, enqueued_at=Now(), **fields
+                    )
             except IntegrityError:  # asked for at the same moment by another request
                 return render_of(ad, fields), False
         elif not _requeued(render):
             return render, False
-        pk = render.pk
-        transaction.on_commit(lambda: celery_app.tasks[RENDER_TASK].delay(str(pk)))
+        render_enqueue(render.pk)
+    render.refresh_from_db()
     return render, True
 
 
+def _sounds_in(fields: dict[str, Draft | None]) -> bool:
+    """Whether these versions hold anything to hear: a voice track, the music, an effect
+    (an empty sound-effects version is a valid draft, and silent)."""
+    voices, music, sfx = (fields.get(kind) for kind in ("voices", "music", "sfx"))
+    return bool(
+        (voices and voices.payload.get("voiceTracks"))
+        or music
+        or (sfx and sfx.payload.get("soundFxPrompts"))
+    )
+
+
 def _requeued(render: Render) -> bool:
-    """Queue a failed render again, or one whose task stopped mid-render (its worker died:
-    claimed longer ago than ``ADSTUDIO_RENDER_STALE_AFTER``). One statement decides, so two
-    requests at once queue it once."""
-    stale = timezone.now() - timedelta(seconds=settings.ADSTUDIO_RENDER_STALE_AFTER)
-    again = Q(status=RenderStatus.FAILED) | Q(status=RenderStatus.RENDERING, started_at__lt=stale)
-    if not Render.objects.filter(again, pk=render.pk).update(
-        status=RenderStatus.QUEUED, error="", started_at=None
-    ):
-        return False
-    render.status, render.error, render.started_at = RenderStatus.QUEUED, "", None
-    return True
+    """Queue a failed render again, or one whose lease ran out (its worker died and no
+    sweep has sent it yet: the embedded default has no sweep). One statement decides, so
+    two requests at once queue it once; a person asking starts its reclaim count again."""
+    again = Q(status=RenderStatus.FAILED) | Q(
+        status=RenderStatus.RENDERING, lease_expires_at__lt=Now()
+    )
+    return bool(
+        Render.objects.filter(again, pk=render.pk).update(
+            status=RenderStatus.QUEUED,
+            error="",
+            lease_expires_at=None,
+            reclaims=0,
+            enqueued_at=Now(),
+        )
+    )
+
+
+def render_enqueue(render_id: uuid.UUID) -> None:
+    """Send the render's task once the current transaction commits. A broker that cannot
+    take it leaves the render queued and marked unsent, for the recovery sweep to send at
+    its next pass; the caller's request does not fail."""
+
+    def send() -> None:
+        try:
+            celery_app.tasks[RENDER_TASK].delay(str(render_id))
+        except Exception as exc:
+            logger.warning("could not enqueue render %s: %s", render_id, exc)
+            # Unreachable too: sent again once it has waited ADSTUDIO_RENDER_STALE_AFTER.
+            with contextlib.suppress(DatabaseError):
+                Render.objects.filter(pk=render_id, status=RenderStatus.QUEUED).update(
+                    enqueued_at=None
+                )
+
+    transaction.on_commit(send)
 
 
 def render_of(ad: Ad, fields: dict[str, Draft | None]) -> Render | None:
@@ -105,63 +157,40 @@ def render_of(ad: Ad, fields: dict[str, Draft | None]) -> Render | None:
     return Render.objects.filter(ad=ad, **lookup).first()
 
 
-def render_make(render_id: uuid.UUID | str) -> Render | None:
-    """Make the render's audio (the task's work): claimed from ``queued`` first, so two
-    deliveries of the task make it once."""
-    claimed = Render.objects.filter(pk=render_id, status=RenderStatus.QUEUED).update(
-        status=RenderStatus.RENDERING, started_at=timezone.now()
-    )
-    if not claimed:
-        return None
-    # Imported here: numpy, scipy and the codecs take about a second, which every process
-    # that loads the apps would pay (workers load them at start: ``tasks``).
-    from audio import mix
-
-    render = Render.objects.select_related("ad", "voices", "music", "sfx").get(pk=render_id)
-    started = time.monotonic()
-    try:
-        made = mix.render(
-            language=render.ad.language,
-            slot_s=float(render.ad.duration_s),
-            voices=render.voices.payload if render.voices else None,
-            music=render.music.payload if render.music else None,
-            sfx=render.sfx.payload if render.sfx else None,
-            loudness_lufs=settings.ADSTUDIO_RENDER_LOUDNESS_LUFS,
+def render_requeue_missing(render: Render, name: str) -> bool:
+    """A done render whose file ``name`` storage does not have (lost, or removed by hand):
+    queued again to be made anew, once however many requests find it missing. Whether
+    this call queued it."""
+    with transaction.atomic():
+        requeued = (
+            Render.objects.filter(pk=render.pk, status=RenderStatus.DONE)
+            .filter(Q(audio=name) | Q(wav=name))
+            .update(
+                status=RenderStatus.QUEUED,
+                audio="",
+                wav="",
+                reclaims=0,
+                finished_at=None,
+                enqueued_at=Now(),
+            )
         )
-        ogg, wav = made.ogg_opus(), made.wav()
-    except (mix.RenderError, ValueError) as exc:
-        return _failed(render, str(exc))
-    except Exception:
-        logger.exception("render %s failed", render.pk)
-        return _failed(render, "The render failed with an internal error.")
-    render.audio.save(f"{render.pk}.ogg", ContentFile(ogg), save=False)
-    render.wav.save(f"{render.pk}.wav", ContentFile(wav), save=False)
-    render.timeline = {
-        **made.timeline.as_json(),
-        "warnings": made.warnings,
-        # Seconds of speech made per second of synthesis.
-        "synthesisRealTimeFactor": round(made.synthesis_s / max(made.synthesis_wall_s, 1e-6), 1),
-    }
-    render.seconds = round(made.seconds, 3)
-    render.loudness_lufs = made.loudness_lufs
-    render.render_ms = round((time.monotonic() - started) * 1000)
-    render.status, render.finished_at = RenderStatus.DONE, timezone.now()
-    render.save()
-    return render
+        if requeued:
+            logger.warning("render %s: %s is missing from storage; queued again", render.pk, name)
+            render_enqueue(render.pk)
+    if requeued:
+        files.prune(render.pk, below=render.claims + 1)
+    return bool(requeued)
 
 
-def _failed(render: Render, error: str) -> Render:
-    render.status, render.error, render.finished_at = RenderStatus.FAILED, error, timezone.now()
-    render.save(update_fields=["status", "error", "finished_at"])
-    return render
-
-
-def render_delete(render: Render) -> None:
-    """The render and its files; nothing else refers to a render."""
-    for field in (render.audio, render.wav):
-        if field:
-            field.delete(save=False)
-    render.delete()
+def download_name(render: Render, fmt: str) -> str:
+    """A file name a person recognises: the ad's title and the versions, e.g.
+    ``spotify-premium-family-plan_voices-v2_music-v1_no-sfx.ogg``."""
+    title = slugify(render.ad.title)[:60] or "ad"
+    parts = [
+        f"{kind}-v{draft.version}" if draft else f"no-{kind}"
+        for kind, draft in (("voices", render.voices), ("music", render.music), ("sfx", render.sfx))
+    ]
+    return f"{title}_{'_'.join(parts)}.{fmt}"
 
 
 def audio_link_token(render: Render, *, user, fmt: str) -> str:

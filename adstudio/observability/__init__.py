@@ -4,6 +4,9 @@ lines."""
 
 from adstudio.observability.hooks import (
     model_call,
+    render_files_removed,
+    render_finished,
+    renders_resent,
     request_throttled,
     run_finished,
     run_started,
@@ -15,6 +18,9 @@ from adstudio.observability.tracing import current_trace_id
 __all__ = [
     "current_trace_id",
     "model_call",
+    "render_files_removed",
+    "render_finished",
+    "renders_resent",
     "request_throttled",
     "run_finished",
     "run_started",

@@ -356,6 +356,27 @@ def request_throttled(scope: str) -> None:
         metrics.THROTTLED.labels(scope=scope or "default").inc()
 
 
+# --- Scratch tracks ---------------------------------------------------------------------
+
+
+def render_finished(status: str) -> None:
+    """A render's task ended it ``done`` or ``failed``."""
+    if switch.metrics:
+        metrics.RENDERS_FINISHED.labels(status=status).inc()
+
+
+def renders_resent(count: int, why: str) -> None:
+    """The recovery sweep sent ``count`` renders again (or gave them up), for ``why``."""
+    if switch.metrics and count:
+        metrics.RENDERS_RESENT.labels(why=why).inc(count)
+
+
+def render_files_removed(count: int, why: str) -> None:
+    """``count`` files no render names were removed from storage, for ``why``."""
+    if switch.metrics and count:
+        metrics.RENDER_FILES_REMOVED.labels(why=why).inc(count)
+
+
 # --- Content, when recorded -----------------------------------------------------------
 
 

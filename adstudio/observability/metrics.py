@@ -73,6 +73,23 @@ THROTTLED = Counter(
     "API requests refused with 429 by a throttle, by the throttle's scope.",
     ["scope"],
 )
+RENDERS_FINISHED = Counter(
+    "adstudio_renders_finished",
+    "Scratch tracks ended by their task, by status: done or failed.",
+    ["status"],
+)
+RENDERS_RESENT = Counter(
+    "adstudio_renders_resent",
+    "Renders the recovery sweep sent again, by why: lease_expired (their worker died) or "
+    "message_lost (queued, not taken within the lease); gave_up: failed past the limit.",
+    ["why"],
+)
+RENDER_FILES_REMOVED = Counter(
+    "adstudio_render_files_removed",
+    "Files in storage that no render names, removed: of a claim that was lost or died "
+    "mid-write (stale_claim), or of a render that is gone (render_gone).",
+    ["why"],
+)
 
 
 def enable() -> None:

@@ -180,3 +180,51 @@ def test_openapi_schema_is_valid_and_has_no_warnings(tmp_path):
         "/api/voices/",
     ):
         assert f"  {path}:" in schema, path
+
+
+def test_files_are_on_this_hosts_disk_unless_a_bucket_is_named():
+    assert settings_with()["STORAGES"]["default"] == {
+        "BACKEND": "adstudio.file_storage.WholeFileSystemStorage"
+    }
+    bucket = settings_with(
+        {
+            "MEDIA_S3_BUCKET": "adstudio-media",
+            "MEDIA_S3_ENDPOINT_URL": "https://minio.internal:9000",
+            "MEDIA_S3_REGION": "eu-west-1",
+            "MEDIA_S3_PREFIX": "/prod/media/",
+            "AWS_SECRET_ACCESS_KEY": "never-in-settings",
+        }
+    )
+    assert bucket["STORAGES"]["default"] == {
+        "BACKEND": "adstudio.s3_storage.MediaS3Storage",
+        "OPTIONS": {
+            "bucket_name": "adstudio-media",
+            "file_overwrite": True,
+            "endpoint_url": "https://minio.internal:9000",
+            "region_name": "eu-west-1",
+            "location": "prod/media",
+        },
+    }
+    assert "never-in-settings" not in repr(bucket)  # boto3 reads the keys itself
+
+
+@pytest.mark.parametrize(
+    ("env", "says"),
+    [
+        ({"MEDIA_S3_BUCKET": "Media_Bucket"}, "MEDIA_S3_BUCKET='Media_Bucket' is not a bucket"),
+        (
+            {"MEDIA_S3_BUCKET": "media", "MEDIA_S3_ENDPOINT_URL": "minio:9000"},
+            "MEDIA_S3_ENDPOINT_URL='minio:9000' is not an S3 endpoint",
+        ),
+        (
+            {"MEDIA_S3_BUCKET": "media", "MEDIA_S3_ENDPOINT_URL": "https://u:pw@s3:x"},
+            "MEDIA_S3_ENDPOINT_URL='https://u:***@s3:x' is not an S3 endpoint",
+        ),
+        ({"MEDIA_S3_BUCKET": "media", "MEDIA_S3_REGION": "EU West"}, "is not a region name"),
+        ({"MEDIA_S3_BUCKET": "media", "MEDIA_S3_PREFIX": "a/../b"}, "is not a key prefix"),
+        ({"MEDIA_S3_ENDPOINT_URL": "https://s3:9000"}, "but MEDIA_S3_BUCKET is not"),
+        ({"ADSTUDIO_RENDER_STALE_AFTER": "1"}, "ADSTUDIO_RENDER_STALE_AFTER=1 must be at least 2"),
+    ],
+)
+def test_a_storage_that_cannot_work_is_a_start_up_error(env, says):
+    assert says in start_up_error(env)

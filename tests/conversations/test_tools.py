@@ -204,7 +204,12 @@ def test_the_state_tells_how_long_a_rendered_voices_version_ran(ctx):
     assert "measuredDurationS" not in state.content["voices"]  # no scratch track of v1 yet
 
     Render.objects.create(
-        ad=ctx.ad, voices=v1, status="done", audio="renders/x.ogg", timeline={"speechEndS": 2.34}
+        ad=ctx.ad,
+        voices=v1,
+        status="done",
+        audio="renders/x.ogg",
+        wav="renders/x.wav",
+        timeline={"speechEndS": 2.34},
     )
     state = execute_tool_call(tool_call("get_current_state"), ctx)
     assert state.content["voices"]["measuredDurationS"] == 2.3

@@ -5,16 +5,27 @@ the audio through an expiring link that only someone who may see the ad can use.
 from __future__ import annotations
 
 import io
+import json
+from datetime import timedelta
 
 import pytest
 import soundfile
 from django.core import signing
+from django.core.files.storage import default_storage
+from django.db import IntegrityError, transaction
+from django.db.models.functions import Now
+from django.utils import timezone
+from hypothesis import given
+from hypothesis import strategies as st
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
-from drafts.services import draft_activate, draft_create
+from drafts.payloads import SfxVersion
+from drafts.services import ad_archive, draft_activate, draft_create
 from providers.demo_lines import LINES
+from renders.making import finite
 from renders.models import Render
+from renders.services import versions_of
 from tests.support.versions import music, sfx, voices
 from workspaces.models import Membership
 from workspaces.roles import Role
@@ -151,26 +162,190 @@ def test_a_viewer_may_hear_the_ad(ad, user, other_user, tasks_executed):
     assert body["status"] == "done" and APIClient().get(body["audioUrl"]).status_code == 200
 
 
-def test_a_render_whose_task_died_is_made_again_when_asked(ad, user, settings, tasks_executed):
-    """A worker killed mid-render leaves it ``rendering``; once that is older than
-    ADSTUDIO_RENDER_STALE_AFTER, asking again queues it again (and only then)."""
-    from datetime import timedelta
-
-    from django.utils import timezone
-
-    from renders.services import versions_of
-
+def test_a_render_whose_worker_died_is_made_again_when_asked(ad, user, tasks_executed):
+    """The embedded default has no sweep: a render left ``rendering`` by a process that
+    died is queued again when asked for, once its lease has run out (and only then)."""
     stuck = Render.objects.create(
-        ad=ad, status="rendering", started_at=timezone.now(), **versions_of(ad)
+        ad=ad,
+        status="rendering",
+        claims=1,
+        lease_expires_at=timezone.now() + timedelta(seconds=60),
+        **versions_of(ad),
     )
     api = api_for(user)
 
     assert api.post(f"/api/ads/{ad.pk}/renders", {}, format="json").json()["status"] == "rendering"
-    Render.objects.filter(pk=stuck.pk).update(
-        started_at=timezone.now() - timedelta(seconds=settings.ADSTUDIO_RENDER_STALE_AFTER + 1)
-    )
+    assert tasks_executed == []
+    Render.objects.filter(pk=stuck.pk).update(lease_expires_at=Now() - timedelta(seconds=1))
     again = api.post(f"/api/ads/{ad.pk}/renders", {}, format="json").json()
 
-    assert again["id"] == str(stuck.pk) and again["status"] in ("queued", "done")
-    assert api.get(f"/api/renders/{stuck.pk}").json()["status"] == "done"
+    assert again["id"] == str(stuck.pk) and again["status"] == "done"
     assert tasks_executed == ["renders.tasks.render_scratch_track"]
+    stuck.refresh_from_db()
+    assert stuck.claims == 2 and stuck.audio.name == f"renders/{stuck.pk}/2.ogg"
+
+
+def test_nothing_to_render_is_a_conflict_and_stores_nothing(make_ad, user, tasks_executed):
+    api = api_for(user)
+    empty = make_ad()
+    silent = make_ad()
+    draft_create(ad=silent, version=SfxVersion(soundFxPrompts=[]))  # a valid, empty version
+    with_music = make_ad()
+    draft_create(ad=with_music, version=music("warm pad"))
+
+    answers = [
+        api.post(f"/api/ads/{empty.pk}/renders", {}, format="json"),
+        api.post(f"/api/ads/{silent.pk}/renders", {}, format="json"),
+        api.post(f"/api/ads/{with_music.pk}/renders", {"music": None}, format="json"),
+    ]
+
+    for answer in answers:
+        assert answer.status_code == 409, answer.content
+        assert answer.json()["error"]["code"] == "nothing_to_render"
+        assert "nothing to render" in answer.json()["error"]["message"]
+    assert not Render.objects.exists() and tasks_executed == []
+
+
+def test_a_silent_mix_stores_no_loudness_and_every_number_is_json(make_ad, user, tasks_executed):
+    """Speech that sounds nothing: BS.1770 measures -inf, which is stored as null."""
+    ad = make_ad(duration_s=15)
+    draft_create(ad=ad, version=voices("...", "-"))
+
+    made = api_for(user).post(f"/api/ads/{ad.pk}/renders", {}, format="json")
+    body = api_for(user).get(f"/api/renders/{made.json()['id']}")
+
+    assert body.json()["status"] == "done" and body.json()["loudnessLufs"] is None
+    json.loads(body.content, parse_constant=_refused)  # NaN, Infinity: not JSON
+    assert Render.objects.get().loudness_lufs is None
+
+
+def _refused(token: str):
+    raise AssertionError(f"{token} in a JSON answer")
+
+
+@given(
+    value=st.recursive(
+        st.floats(allow_nan=True, allow_infinity=True) | st.integers() | st.text(max_size=3),
+        lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner),
+        max_leaves=12,
+    )
+)
+def test_every_number_made_storable_is_one_json_carries(value):
+    cleaned = finite(value)
+
+    json.dumps(cleaned, allow_nan=False)  # raises on NaN or an infinity
+
+
+@pytest.mark.parametrize(
+    "field, value",
+    [
+        ("loudness_lufs", float("-inf")),
+        ("loudness_lufs", float("nan")),
+        ("seconds", float("inf")),
+        ("seconds", -1.0),
+    ],
+)
+def test_the_database_refuses_a_number_json_cannot_carry(ad, field, value):
+    render = Render.objects.create(ad=ad, music=draft_create(ad=ad, version=music())[0])
+
+    with pytest.raises(IntegrityError), transaction.atomic():
+        Render.objects.filter(pk=render.pk).update(**{field: value})
+
+
+def test_an_archived_ad_renders_and_plays(ad, user, tasks_executed):
+    """Archiving makes an ad read-only; a scratch track changes nothing of it, and is how
+    someone hears what the ad was."""
+    ad_archive(ad=ad, by=user)
+
+    made = api_for(user).post(f"/api/ads/{ad.pk}/renders", {}, format="json")
+    body = api_for(user).get(f"/api/renders/{made.json()['id']}").json()
+
+    assert made.status_code == 202 and body["status"] == "done"
+    assert APIClient().get(body["audioUrl"]).status_code == 200
+
+
+@pytest.fixture
+def made(ad, user, tasks_executed):
+    """A done render's body, and its whole Ogg file."""
+    api = api_for(user)
+    body = api.get(f"/api/renders/{api.post(f'/api/ads/{ad.pk}/renders', {}).json()['id']}")
+    body = body.json()
+    whole = APIClient().get(body["audioUrl"])
+    return body, b"".join(whole.streaming_content), whole
+
+
+def test_the_audio_answers_ranges_as_players_ask(made):
+    body, whole, answer = made
+    size = len(whole)
+    assert answer["Accept-Ranges"] == "bytes" and answer["Content-Length"] == str(size)
+
+    cases = {
+        "bytes=0-99": (0, 99),
+        "bytes=100-": (100, size - 1),
+        "bytes=-50": (size - 50, size - 1),
+        f"bytes=10-{size + 500}": (10, size - 1),  # past the end: to the end
+    }
+    for header, (first, last) in cases.items():
+        part = APIClient().get(body["audioUrl"], HTTP_RANGE=header)
+        assert part.status_code == 206, header
+        assert part["Content-Range"] == f"bytes {first}-{last}/{size}", header
+        assert b"".join(part.streaming_content) == whole[first : last + 1], header
+        assert part["Content-Length"] == str(last - first + 1)
+
+
+def test_a_range_outside_the_file_is_416_and_others_are_answered_whole(made):
+    body, whole, answer = made
+    size = len(whole)
+
+    outside = APIClient().get(body["audioUrl"], HTTP_RANGE=f"bytes={size}-")
+    several = APIClient().get(body["audioUrl"], HTTP_RANGE="bytes=0-1,5-9")
+    stale = APIClient().get(body["audioUrl"], HTTP_RANGE="bytes=0-9", HTTP_IF_RANGE='"other"')
+    fresh = APIClient().get(body["audioUrl"], HTTP_RANGE="bytes=0-9", HTTP_IF_RANGE=answer["ETag"])
+    other_unit = APIClient().get(body["audioUrl"], HTTP_RANGE="items=0-9")
+
+    assert outside.status_code == 416 and outside["Content-Range"] == f"bytes */{size}"
+    for whole_answer in (several, stale, other_unit):
+        assert whole_answer.status_code == 200
+        assert b"".join(whole_answer.streaming_content) == whole
+    assert fresh.status_code == 206 and b"".join(fresh.streaming_content) == whole[:10]
+
+
+def test_the_audio_has_a_readable_file_name(made, ad):
+    body, _, answer = made
+    wav = APIClient().get(body["wavUrl"])
+
+    assert answer["Content-Disposition"] == (
+        'inline; filename="spotify-premium-family-plan_voices-v2_music-v1_sfx-v1.ogg"'
+    )
+    assert wav["Content-Disposition"].endswith('_sfx-v1.wav"')
+
+
+def test_a_file_missing_from_storage_is_404_and_the_render_is_made_again(made, user):
+    body, _, _ = made
+    render = Render.objects.get(pk=body["id"])
+    default_storage.delete(render.audio.name)
+
+    missing = APIClient().get(body["audioUrl"])
+
+    assert missing.status_code == 404
+    assert "made again" in missing.json()["error"]["message"]
+    render.refresh_from_db()  # the task ran in-process when the request committed
+    assert render.status == "done" and render.claims == 2
+    assert render.audio.name.endswith("/2.ogg") and default_storage.exists(render.audio.name)
+    assert not default_storage.exists(f"renders/{render.pk}/1.wav")  # the old claim's file
+    again = api_for(user).get(f"/api/renders/{render.pk}").json()
+    assert APIClient().get(again["audioUrl"]).status_code == 200
+
+
+def test_storage_that_cannot_be_read_is_503_not_500(made, monkeypatch):
+    body, _, _ = made
+
+    def unreachable(name):
+        raise ConnectionError("the bucket's endpoint is unreachable")
+
+    monkeypatch.setattr("renders.files.size_of", unreachable)
+    answer = APIClient().get(body["audioUrl"])
+
+    assert answer.status_code == 503 and answer["Retry-After"] == "5"
+    assert answer.json()["error"]["code"] == "storage_unavailable"
+    assert Render.objects.get(pk=body["id"]).status == "done"  # nothing queued again

@@ -1,0 +1,207 @@
+"""The render task's work, held to a run's standard: claimed with a token and a lease (the
+database's clock), the lease renewed as it goes, the files stored whole under the claim's
+own names, then the row written only if the token is still the latest (a fenced write).
+
+Every way it can end leads to ``done``, to ``failed`` with the error named, or to
+``TryAgain`` (the database is out of reach, so nothing can be written: the task retries
+with backoff, and past its retries the recovery sweep sends it again). A task that lost its
+claim writes nothing and removes what it stored."""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+import uuid
+from dataclasses import dataclass
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import InterfaceError, OperationalError, transaction
+from django.db.models import F, Q
+from django.db.models.functions import Coalesce, Now
+
+from adstudio import observability
+from renders import files
+from renders.models import Render, RenderStatus
+
+logger = logging.getLogger(__name__)
+
+# The database out of reach: nothing about the render can be written now.
+UNREACHABLE = (OperationalError, InterfaceError)
+
+
+class TryAgain(Exception):
+    """The database could not be reached; ``holder`` is the claim the task still holds (to
+    take again on its retry), or None when it had none."""
+
+    def __init__(self, holder: int | None, reason: str) -> None:
+        super().__init__(reason)
+        self.holder = holder
+
+
+class ClaimLost(Exception):
+    """Another task holds the render now (this one's lease ran out and the sweep sent it
+    again), or it ended: this task must write nothing more."""
+
+
+@dataclass(frozen=True)
+class Claim:
+    render_id: uuid.UUID
+    token: int
+
+
+def _lease():
+    """The end of a lease taken now, by the database's clock."""
+    return Now() + timedelta(seconds=settings.ADSTUDIO_RENDER_STALE_AFTER)
+
+
+def render_claim(render_id: uuid.UUID | str, *, holder: int | None = None) -> Claim | None:
+    """Take a queued render for this task (its token: the row's ``claims`` plus one), or
+    take back the claim ``holder`` this task held before losing the database (same token).
+    None when it is not this task's to make: made, failed, or another task's."""
+    with transaction.atomic():
+        fresh = Q(status=RenderStatus.QUEUED)
+        if holder is not None:
+            fresh |= Q(status=RenderStatus.RENDERING, claims=holder)
+        row = (
+            Render.objects.select_for_update()
+            .filter(fresh, pk=render_id)
+            .values_list("claims", "status")
+            .first()
+        )
+        if row is None:
+            return None
+        token = row[0] if row[1] == RenderStatus.RENDERING else row[0] + 1
+        Render.objects.filter(pk=render_id).update(
+            status=RenderStatus.RENDERING,
+            claims=token,
+            lease_expires_at=_lease(),
+            started_at=Coalesce(F("started_at"), Now()),
+            error="",
+        )
+    return Claim(uuid.UUID(str(render_id)), token)
+
+
+def _held(claim: Claim):
+    return Render.objects.filter(
+        pk=claim.render_id, claims=claim.token, status=RenderStatus.RENDERING
+    )
+
+
+def render_renew(claim: Claim) -> None:
+    """Extend the lease; ``ClaimLost`` when the claim is no longer this task's."""
+    if not _held(claim).update(lease_expires_at=_lease()):
+        raise ClaimLost
+
+
+def render_make(render_id: uuid.UUID | str, *, holder: int | None = None) -> Render | None:
+    """Make the render's audio (the task's work), or nothing when it is not this task's to
+    make. Returns the row as this task left it; raises ``TryAgain`` when the database is
+    out of reach."""
+    try:
+        claim = render_claim(render_id, holder=holder)
+    except UNREACHABLE as exc:
+        raise TryAgain(holder, str(exc)) from exc
+    if claim is None:
+        return None
+    try:
+        return _make(claim)
+    except ClaimLost:
+        logger.warning("render %s: claim %d lost to another task", claim.render_id, claim.token)
+        return None
+    except UNREACHABLE as exc:
+        raise TryAgain(claim.token, str(exc)) from exc
+
+
+def _make(claim: Claim) -> Render:
+    # Imported here: numpy, scipy and the codecs take about a second, which every process
+    # that loads the apps would pay (workers load them at start: ``tasks``).
+    from audio import mix
+
+    render = Render.objects.select_related("ad", "voices", "music", "sfx").get(pk=claim.render_id)
+    started = time.monotonic()
+    try:
+        made = mix.render(
+            language=render.ad.language,
+            slot_s=float(render.ad.duration_s),
+            voices=render.voices.payload if render.voices else None,
+            music=render.music.payload if render.music else None,
+            sfx=render.sfx.payload if render.sfx else None,
+            loudness_lufs=settings.ADSTUDIO_RENDER_LOUDNESS_LUFS,
+        )
+        render_renew(claim)
+        audio = {"ogg": made.ogg_opus(), "wav": made.wav()}
+        render_renew(claim)
+    except (ClaimLost, *UNREACHABLE):
+        raise
+    except (mix.RenderError, ValueError) as exc:
+        return _failed(claim, str(exc) or type(exc).__name__)
+    except Exception as exc:
+        logger.exception("render %s failed", claim.render_id)
+        return _failed(claim, f"The render failed with an internal error ({type(exc).__name__}).")
+    try:
+        names = files.write(claim.render_id, claim.token, audio)
+    except files.StorageFailed as exc:
+        logger.warning("render %s: %s", claim.render_id, exc)
+        return _failed(claim, str(exc))
+    try:
+        _done(claim, names, made, render_ms=round((time.monotonic() - started) * 1000))
+    except BaseException:
+        files.remove(names.values())  # not named by the row: nothing may point at them
+        raise
+    observability.render_finished(RenderStatus.DONE)
+    files.prune(claim.render_id, below=claim.token)
+    return Render.objects.select_related("ad", "voices", "music", "sfx").get(pk=claim.render_id)
+
+
+def _done(claim: Claim, names: dict[str, str], made, *, render_ms: int) -> None:
+    """The fenced write: the row is done, naming its files, only if this claim still holds
+    it; else ``ClaimLost`` (the caller removes the files)."""
+    timeline = finite(
+        {
+            **made.timeline.as_json(),
+            "warnings": made.warnings,
+            # Seconds of speech made per second of synthesis.
+            "synthesisRealTimeFactor": round(
+                made.synthesis_s / max(made.synthesis_wall_s, 1e-6), 1
+            ),
+        }
+    )
+    fields = {
+        "status": RenderStatus.DONE,
+        "audio": names["ogg"],
+        "wav": names["wav"],
+        "timeline": timeline,
+        "seconds": finite(round(made.seconds, 3)),
+        "loudness_lufs": finite(made.loudness_lufs),
+        "render_ms": render_ms,
+        "error": "",
+        "lease_expires_at": None,
+        "finished_at": Now(),
+    }
+    if not _held(claim).update(**fields):
+        raise ClaimLost
+
+
+def _failed(claim: Claim, error: str) -> Render:
+    """The fenced failure: written only while the claim holds; ``ClaimLost`` otherwise."""
+    if not _held(claim).update(
+        status=RenderStatus.FAILED, error=error, lease_expires_at=None, finished_at=Now()
+    ):
+        raise ClaimLost
+    observability.render_finished(RenderStatus.FAILED)
+    files.prune(claim.render_id, below=claim.token + 1)
+    return Render.objects.get(pk=claim.render_id)
+
+
+def finite(value):
+    """``value`` with every float JSON cannot carry (NaN, infinities) made None: a silent
+    mix measures -inf LUFS."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {key: finite(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [finite(item) for item in value]
+    return value
