@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from django.conf import settings
-from django.db import InterfaceError, OperationalError, transaction
+from django.db import InterfaceError, OperationalError, connection, transaction
 from django.db.models import F, Q
 from django.db.models.functions import Coalesce, Now
 
@@ -29,6 +29,11 @@ logger = logging.getLogger(__name__)
 
 # The database out of reach: nothing about the render can be written now.
 UNREACHABLE = (OperationalError, InterfaceError)
+# Seconds between the attempts of a render whose database is out of reach: about a lease
+# (ADSTUDIO_RENDER_STALE_AFTER's default) in all. In the task rather than as Celery
+# retries, whose messages wait in a worker's memory and are lost with it (and eager tasks,
+# the embedded default, cannot retry).
+RETRY_DELAYS_S = (0.1, 0.2, 0.5, 1, 2, 4, 5, 5, 5)
 
 
 class TryAgain(Exception):
@@ -95,10 +100,33 @@ def render_renew(claim: Claim) -> None:
         raise ClaimLost
 
 
-def render_make(render_id: uuid.UUID | str, *, holder: int | None = None) -> Render | None:
+def render_make(render_id: uuid.UUID | str) -> Render | None:
     """Make the render's audio (the task's work), or nothing when it is not this task's to
-    make. Returns the row as this task left it; raises ``TryAgain`` when the database is
-    out of reach."""
+    make; the row as this task left it. While the database is out of reach, tried again
+    on a new connection, taking back its own claim, for about a lease (``RETRY_DELAYS_S``);
+    after that the recovery sweep sends the render again once the database is back."""
+    holder = None
+    for delay in (*RETRY_DELAYS_S, None):
+        try:
+            return render_attempt(render_id, holder=holder)
+        except TryAgain as again:
+            holder = again.holder
+            if delay is None:
+                logger.warning(
+                    "render %s: the database is still out of reach (%s); the recovery "
+                    "sweep will send it again",
+                    render_id,
+                    again,
+                )
+                return None
+            time.sleep(delay)
+            connection.close()  # a broken connection goes back to the pool, which drops it
+    return None
+
+
+def render_attempt(render_id: uuid.UUID | str, *, holder: int | None = None) -> Render | None:
+    """One attempt at the render: ``TryAgain`` when the database is out of reach, with
+    the claim this attempt held (to take back on the next)."""
     try:
         claim = render_claim(render_id, holder=holder)
     except UNREACHABLE as exc:

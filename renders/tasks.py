@@ -9,37 +9,16 @@ import time
 from celery import shared_task
 from celery.signals import worker_init, worker_ready
 
-from renders.making import TryAgain, render_make
+from renders.making import render_make
 from renders.recover import render_files_prune, renders_recover
 from renders.services import RENDER_TASK
 
 logger = logging.getLogger(__name__)
 
-# Seconds between the attempts of a task whose database is out of reach (23 s in all, past
-# a render's lease); after the last, the recovery sweep sends the render again once the
-# database is back. In the task, not as Celery retries: a retry's message waits in a
-# worker's memory and is lost with it, and eager tasks (the embedded default) cannot retry.
-RETRY_DELAYS_S = (1, 2, 4, 8, 8)
-
 
 @shared_task(name=RENDER_TASK, ignore_result=True)
 def render_scratch_track(render_id: str) -> None:
-    holder = None
-    for delay in (*RETRY_DELAYS_S, None):
-        try:
-            render_make(render_id, holder=holder)
-            return
-        except TryAgain as again:
-            holder = again.holder
-            if delay is None:
-                logger.warning(
-                    "render %s: the database is still out of reach (%s); the recovery "
-                    "sweep will send it again",
-                    render_id,
-                    again,
-                )
-                return
-            time.sleep(delay)
+    render_make(render_id)
 
 
 @shared_task(name="renders.tasks.recover_renders", ignore_result=True)

@@ -47,8 +47,12 @@ class WorkerProcess:
         concurrency: int = 8,
         name: str = "test",
         quiet: bool = False,
+        args: tuple[str, ...] = (),
     ) -> None:
+        """``args``: more of the worker's command line, e.g. ``--beat`` with its
+        ``--schedule`` file."""
         self.name = name
+        self.args = args
         self.quiet = quiet
         self.log_dir = log_dir
         self.env = env
@@ -71,6 +75,7 @@ class WorkerProcess:
                 "--without-gossip",
                 "--without-mingle",
                 "--without-heartbeat",
+                *self.args,
             ),
         )
         with self.log.open("w") as out:

@@ -18,7 +18,7 @@ from prometheus_client import REGISTRY
 from audio import mix
 from drafts.services import draft_create
 from renders import making
-from renders.making import TryAgain, render_claim, render_make
+from renders.making import TryAgain, render_attempt, render_claim, render_make
 from renders.models import Render
 from renders.recover import renders_recover
 from renders.services import versions_of
@@ -216,7 +216,7 @@ def database_down_for(statement, times: int):
 
 def test_the_database_lost_at_the_claim_is_tried_again(render):
     with database_down_for(claim_read, times=1), pytest.raises(TryAgain) as again:
-        render_make(render.pk)
+        render_attempt(render.pk)
 
     assert again.value.holder is None
     render.refresh_from_db()
@@ -225,14 +225,14 @@ def test_the_database_lost_at_the_claim_is_tried_again(render):
 
 def test_the_database_lost_at_the_fenced_write_removes_the_files_and_keeps_the_claim(render, media):
     with database_down_for(fenced_write, times=1), pytest.raises(TryAgain) as again:
-        render_make(render.pk)
+        render_attempt(render.pk)
 
     assert again.value.holder == 1
     assert stored(media) == []  # nothing the row could not name is left
     render.refresh_from_db()
     assert render.status == "rendering" and render.claims == 1
 
-    made = render_make(render.pk, holder=again.value.holder)  # the task's retry
+    made = render_attempt(render.pk, holder=again.value.holder)  # the task's next attempt
 
     assert made.status == "done" and made.claims == 1
     assert stored(media) == [f"renders/{render.pk}/1.ogg", f"renders/{render.pk}/1.wav"]
@@ -240,7 +240,7 @@ def test_the_database_lost_at_the_fenced_write_removes_the_files_and_keeps_the_c
 
 @pytest.fixture
 def no_backoff(monkeypatch):
-    monkeypatch.setattr("renders.tasks.RETRY_DELAYS_S", (0, 0, 0, 0, 0))
+    monkeypatch.setattr("renders.making.RETRY_DELAYS_S", (0, 0, 0, 0, 0))
 
 
 def test_the_task_retries_while_the_database_is_out_of_reach(render, media, no_backoff):
@@ -256,7 +256,7 @@ def test_past_its_retries_the_task_leaves_the_render_to_the_sweep(
 ):
     with (
         database_down_for(fenced_write, times=99),
-        caplog.at_level(logging.WARNING, logger="renders.tasks"),
+        caplog.at_level(logging.WARNING, logger="renders.making"),
     ):
         render_scratch_track.delay(str(render.pk))
 

@@ -7,6 +7,8 @@ process enqueue to Redis. Both use ``broker_url``: this test process's database 
 shared test Redis unless a test overrides that fixture, e.g. with ``private_redis.url``
 to stop and start its own Redis.
 
+``s3_server`` is an S3-compatible server (moto's) in a thread, for the S3 storage.
+
 ``private_postgres`` is a PostgreSQL server of the test's own, holding the project's
 database migrated: a copy of a cluster built once per test process (initdb, migrate).
 
@@ -30,6 +32,7 @@ import pytest
 
 from adstudio.celery import app as celery_app
 from testbed.fake_openai import TEST_API_KEY, FakeOpenAIServer
+from testbed.fake_s3 import S3Server
 from testbed.worker import WorkerProcess
 from tests.support.postgres import PostgresServer
 from tests.support.web import WebServer
@@ -125,6 +128,15 @@ def worker(broker, broker_url, fake_openai, tmp_path, worker_extra_env):
     yield process
     # Nothing is asserted after the test: no warm shutdown to wait for (about 1.7 s).
     process.kill()
+
+
+@pytest.fixture(scope="session")
+def s3_server() -> Iterator[S3Server]:
+    """A real S3-compatible server (moto's) on loopback, in a thread of this test process,
+    shared by its tests: each makes a bucket of its own (``s3_server.bucket()``)."""
+    server = S3Server().start()
+    yield server
+    server.stop()
 
 
 # --- a PostgreSQL server of the test's own --------------------------------------------------
