@@ -96,3 +96,21 @@ def test_only_someone_who_may_see_the_ad_can_ask(client, django_user_model, ad):
 
     assert client.post("/admin/renders/render/request/", {"render": value}).status_code == 403
     assert not Render.objects.exists()
+
+
+def test_a_render_being_made_is_followed_by_the_page(client, reviewer, ad):
+    """Queued or rendering: the player waits, polling its render's API resource with the
+    reviewer's session, which answers it (the script shows the player when it is done)."""
+    from renders.services import versions_of
+
+    render = Render.objects.create(ad=ad, **versions_of(ad))
+    client.force_login(reviewer)
+
+    page = client.get(f"/admin/drafts/ad/{ad.pk}/change/").content.decode()
+
+    assert f'data-state="queued" data-poll="/api/renders/{render.pk}"' in page
+    assert 'role="status">Rendering' in page
+    assert re.search(r'<script src="/static/renders/scratch_player\.js" defer>', page)
+    followed = client.get(f"/api/renders/{render.pk}", HTTP_ACCEPT="application/json")
+    assert followed.status_code == 200 and followed.json()["status"] == "queued"
+    assert client.get("/static/renders/scratch_player.js").status_code == 200
