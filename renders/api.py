@@ -201,10 +201,7 @@ class RenderAudioView(APIView):
         render, fmt = found
         name = (render.audio if fmt == "ogg" else render.wav).name
         try:
-            size = files.size_of(name)
-            wanted = _if_range(request, name, requested_range(request.headers.get("Range"), size))
-            start, length = (wanted.start, wanted.length) if wanted else (0, size)
-            body = files.chunks(name, start, length)
+            stream, size = files.opened(name)
         except FileNotFoundError:
             render_requeue_missing(render, name)
             raise NotFound(
@@ -212,10 +209,6 @@ class RenderAudioView(APIView):
                 "render again.",
                 code="audio_missing",
             ) from None
-        except Unsatisfiable:
-            response = HttpResponse(status=416)
-            response["Content-Range"] = f"bytes */{size}"
-            return response
         except Exception as exc:
             logger.warning("render %s: storage unavailable: %s", render.pk, exc)
             return Response(
@@ -223,6 +216,15 @@ class RenderAudioView(APIView):
                 status=503,
                 headers={"Retry-After": "5"},
             )
+        try:
+            wanted = _if_range(request, name, requested_range(request.headers.get("Range"), size))
+        except Unsatisfiable:
+            stream.close()
+            response = HttpResponse(status=416)
+            response["Content-Range"] = f"bytes */{size}"
+            return response
+        start, length = (wanted.start, wanted.length) if wanted else (0, size)
+        body = files.chunks(stream, start, length)
         response = StreamingHttpResponse(
             body,
             status=206 if wanted else 200,

@@ -132,19 +132,16 @@ def _uuid(text: str) -> uuid.UUID | None:
         return None
 
 
-def size_of(name: str) -> int:
-    """The file's size in bytes; ``FileNotFoundError`` when storage does not have it."""
-    return default_storage.size(name)
-
-
-def chunks(name: str, start: int, length: int, chunk: int = 64 * 1024) -> Iterator[bytes]:
-    """``length`` bytes of the file from ``start``, a chunk at a time. Opened before the
-    first chunk is asked for, so a missing file raises ``FileNotFoundError`` at the call."""
+def opened(name: str):
+    """The file opened for reading, and its size in bytes (read with the opening: one
+    request to a bucket); ``FileNotFoundError`` when storage does not have it."""
     stream = default_storage.open(name, "rb")
-    return _read(stream, start, length, chunk)
+    return stream, stream.size
 
 
-def _read(stream, start: int, length: int, chunk: int) -> Iterator[bytes]:
+def chunks(stream, start: int, length: int, chunk: int = 64 * 1024) -> Iterator[bytes]:
+    """``length`` bytes of the opened file from ``start``, a chunk at a time; the file is
+    closed once they are read (or the response is closed)."""
     with stream:
         stream.seek(start)
         left = length

@@ -6,6 +6,7 @@ of the caller's process (it dies with it), or standalone for processes to share:
 from __future__ import annotations
 
 import argparse
+import logging
 import signal
 import threading
 import uuid
@@ -16,15 +17,18 @@ REGION = "us-east-1"
 
 
 class S3Server:
-    """``start()`` it, then ``url`` is its endpoint; ``bucket()`` makes a new bucket."""
+    """``start()`` it, then ``url`` is its endpoint; ``bucket()`` makes a new bucket.
+    ``S3Server(url=...)``: one already running (``python -m testbed.fake_s3``), to talk to."""
 
-    def __init__(self, port: int = 0) -> None:
-        from moto.server import ThreadedMotoServer
-
-        self._server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
-        self.url = ""
+    def __init__(self, port: int = 0, *, url: str = "") -> None:
+        self.port = port
+        self.url = url
 
     def start(self) -> S3Server:
+        from moto.server import ThreadedMotoServer
+
+        logging.getLogger("werkzeug").setLevel(logging.WARNING)  # no line per request
+        self._server = ThreadedMotoServer(ip_address="127.0.0.1", port=self.port, verbose=False)
         self._server.start()
         host, port = self._server.get_host_and_port()
         self.url = f"http://{host}:{port}"

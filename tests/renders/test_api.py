@@ -340,10 +340,10 @@ def test_a_file_missing_from_storage_is_404_and_the_render_is_made_again(made, u
 def test_storage_that_cannot_be_read_is_503_not_500(made, monkeypatch):
     body, _, _ = made
 
-    def unreachable(name):
+    def unreachable(name, mode="rb"):
         raise ConnectionError("the bucket's endpoint is unreachable")
 
-    monkeypatch.setattr("renders.files.size_of", unreachable)
+    monkeypatch.setattr("renders.files.default_storage.open", unreachable)
     answer = APIClient().get(body["audioUrl"])
 
     assert answer.status_code == 503 and answer["Retry-After"] == "5"
