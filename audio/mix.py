@@ -14,6 +14,7 @@ import hashlib
 import io
 import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -68,13 +69,20 @@ def render(
     music: dict | None,
     sfx: dict | None,
     loudness_lufs: float = -16.0,
+    progress: Callable[[], None] | None = None,
 ) -> Mix:
-    """The scratch track of these payloads (any may be None: that kind is left out)."""
+    """The scratch track of these payloads (any may be None: that kind is left out).
+    ``progress`` is called after each voice track is synthesised (the render's longest
+    part): the caller's sign of life, which may raise to stop the render."""
     rate = speech.sample_rate()
     warnings: list[str] = []
     tracks = (voices or {}).get("voiceTracks", [])
     started = time.perf_counter()
-    spoken = [_speech(track, language, warnings) for track in tracks]
+    spoken = []
+    for track in tracks:
+        spoken.append(_speech(track, language, warnings))
+        if progress is not None:
+            progress()
     synthesis_wall_s = time.perf_counter() - started
     lengths = [len(samples) / rate for samples in spoken]
     try:

@@ -100,6 +100,21 @@ def render_renew(claim: Claim) -> None:
         raise ClaimLost
 
 
+def _renewing(claim: Claim):
+    """A sign of life for the mix to give as it goes: the lease renewed when a quarter of
+    it has passed since it was last, so a long ad on a busy worker keeps its claim."""
+    every = settings.ADSTUDIO_RENDER_STALE_AFTER / 4
+    renewed = time.monotonic()
+
+    def progress() -> None:
+        nonlocal renewed
+        if time.monotonic() - renewed >= every:
+            render_renew(claim)
+            renewed = time.monotonic()
+
+    return progress
+
+
 def render_make(render_id: uuid.UUID | str) -> Render | None:
     """Make the render's audio (the task's work), or nothing when it is not this task's to
     make; the row as this task left it. While the database is out of reach, tried again
@@ -157,6 +172,7 @@ def _make(claim: Claim) -> Render:
             music=render.music.payload if render.music else None,
             sfx=render.sfx.payload if render.sfx else None,
             loudness_lufs=settings.ADSTUDIO_RENDER_LOUDNESS_LUFS,
+            progress=_renewing(claim),
         )
         render_renew(claim)
         audio = {"ogg": made.ogg_opus(), "wav": made.wav()}

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import errno
 import logging
+import time
 from contextlib import contextmanager
 from datetime import timedelta
 
@@ -273,3 +274,45 @@ def test_finished_renders_are_counted(render, metrics_on, monkeypatch, make_ad):
 
     after = REGISTRY.get_sample_value("adstudio_renders_finished_total", {"status": "done"})
     assert after == (before or 0) + 1
+
+
+def test_a_render_longer_than_its_lease_keeps_its_claim(
+    make_ad, media, settings, monkeypatch, no_sending
+):
+    """A long ad on a busy worker: synthesis alone outlasts the lease, while a sweep runs
+    every 0.2 s. The lease is renewed as the tracks are made, so no sweep takes it back."""
+    from threading import Event, Thread
+
+    from django.db import connection as this_thread
+
+    from audio import speech
+
+    settings.ADSTUDIO_RENDER_STALE_AFTER = 2
+    ad = make_ad(duration_s=30)
+    draft_create(ad=ad, version=voices(*["สวัสดีครับ"] * 6))
+    render = Render.objects.create(ad=ad, **versions_of(ad))
+    real = speech.synthesize
+
+    def slow(*args, **kwargs):
+        time.sleep(0.7)  # six tracks: 4.2 s of synthesis against a 2 s lease
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(speech, "synthesize", slow)
+    done, taken_back = Event(), []
+
+    def sweep() -> None:
+        while not done.is_set():
+            taken_back.extend(renders_recover())
+            time.sleep(0.2)
+        this_thread.close()
+
+    sweeper = Thread(target=sweep)
+    sweeper.start()
+    try:
+        made = render_make(render.pk)
+    finally:
+        done.set()
+        sweeper.join()
+
+    assert taken_back == []
+    assert (made.status, made.claims, made.reclaims) == ("done", 1, 0)
