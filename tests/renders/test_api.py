@@ -15,7 +15,8 @@ from django.core.files.storage import default_storage
 from django.db import IntegrityError, transaction
 from django.db.models.functions import Now
 from django.utils import timezone
-from hypothesis import given
+from hypothesis import HealthCheck, given
+from hypothesis import settings as examples
 from hypothesis import strategies as st
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
@@ -234,6 +235,48 @@ def test_every_number_made_storable_is_one_json_carries(value):
     cleaned = finite(value)
 
     json.dumps(cleaned, allow_nan=False)  # raises on NaN or an infinity
+
+
+_MEASURED = st.floats(min_value=-200, max_value=20) | st.sampled_from(
+    [float("nan"), float("inf"), float("-inf")]
+)
+
+
+@examples(
+    max_examples=40,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],  # one render for all
+)
+@given(
+    loudness=_MEASURED,
+    seconds=st.floats(min_value=0, max_value=600) | st.just(float("nan")),
+    timeline=st.dictionaries(
+        st.sampled_from(["slotS", "lengthS", "speechEndS", "synthesisRealTimeFactor"]),
+        _MEASURED,
+    ),
+)
+def test_no_render_answer_carries_a_number_json_cannot(
+    loudness, seconds, timeline, _render_and_reader
+):
+    """Whatever the mix measured, stored as the task stores it and read over the API."""
+    render, read = _render_and_reader
+    Render.objects.filter(pk=render.pk).update(
+        loudness_lufs=finite(loudness), seconds=finite(seconds), timeline=finite(timeline)
+    )
+
+    body = json.loads(read().content, parse_constant=_refused)
+
+    for field in ("loudnessLufs", "seconds"):
+        assert body[field] is None or isinstance(body[field], float)
+    assert set(body["timeline"]) == set(timeline)
+
+
+@pytest.fixture
+def _render_and_reader(ad, user):
+    """One render and a reader of it over the API, for every example of a property."""
+    render = Render.objects.create(ad=ad, **versions_of(ad))
+    api = api_for(user)
+    return render, lambda: api.get(f"/api/renders/{render.pk}")
 
 
 @pytest.mark.parametrize(
