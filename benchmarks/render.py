@@ -89,8 +89,9 @@ def _ad(language: str):
 def cold_child(language: str) -> None:
     """One cold render in this process; prints its figures as JSON."""
     bench_django(DATABASE)
+    from renders.making import render_make
     from renders.models import Render
-    from renders.services import render_make, versions_of
+    from renders.services import versions_of
     from renders.tasks import _load_audio_at_worker_start
 
     # What a worker does at its start (renders.tasks), timed apart from the render.
@@ -124,8 +125,9 @@ def cached(language: str, runs: int) -> list[float]:
     from rest_framework.authtoken.models import Token
     from rest_framework.test import APIClient
 
+    from renders.making import render_make
     from renders.models import Render
-    from renders.services import render_make, versions_of
+    from renders.services import versions_of
 
     setup_test_environment()
     ad, user = _ad(language)
