@@ -239,17 +239,23 @@ def otlp_endpoint(*names: str) -> str:
         url = env_str(name)
         if not url:
             continue
-        try:
-            parts = urlsplit(url)
-        except ValueError:
-            parts = None
-        if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
+        if not _is_http_url(url):
             raise ImproperlyConfigured(
                 f"{name}={_redacted(url)!r} is not an OTLP/HTTP endpoint: expected "
                 "http(s)://HOST:PORT, e.g. http://127.0.0.1:4318."
             )
         return url
     return ""
+
+
+def _is_http_url(url: str) -> bool:
+    """Whether ``url`` is http(s)://HOST[:PORT]... with a port that is a number."""
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - raises ValueError for a port that is not a number
+    except ValueError:
+        return False
+    return parts.scheme in ("http", "https") and bool(parts.hostname)
 
 
 def redis_url(name: str) -> str:
@@ -300,12 +306,7 @@ def media_storage() -> dict:
     options: dict = {"bucket_name": bucket, "file_overwrite": True}
     endpoint = env_str("MEDIA_S3_ENDPOINT_URL")
     if endpoint:
-        try:
-            parts = urlsplit(endpoint)
-            parts.port  # noqa: B018 - raises ValueError for a port that is not a number
-        except ValueError:
-            parts = None
-        if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
+        if not _is_http_url(endpoint):
             raise ImproperlyConfigured(
                 f"MEDIA_S3_ENDPOINT_URL={_redacted(endpoint)!r} is not an S3 endpoint: "
                 "expected http(s)://HOST[:PORT], e.g. https://minio.internal:9000."

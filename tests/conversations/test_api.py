@@ -9,11 +9,11 @@ from decimal import Decimal
 
 import pytest
 from django.utils import timezone
-from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from conversations.models import Conversation, Message, Run
 from drafts.models import Ad, Draft
+from tests.support.api import api_for
 
 pytestmark = pytest.mark.django_db
 
@@ -24,13 +24,6 @@ BRIEF = {
     "market": "TH",
     "language": "th",
 }
-
-
-def api_for(user) -> APIClient:
-    client = APIClient()
-    token, _ = Token.objects.get_or_create(user=user)
-    client.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
-    return client
 
 
 @pytest.fixture(autouse=True)

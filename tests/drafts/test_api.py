@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import pytest
-from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from drafts.models import Ad, Draft
 from drafts.services import draft_activate, draft_create
+from tests.support.api import api_for
 from tests.support.versions import music, version_of
 
 pytestmark = pytest.mark.django_db
@@ -19,13 +19,6 @@ BRIEF = {
     "market": "TH",
     "language": "Thai",
 }
-
-
-def api_for(user) -> APIClient:
-    client = APIClient()
-    token, _ = Token.objects.get_or_create(user=user)
-    client.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
-    return client
 
 
 @pytest.fixture

@@ -3,6 +3,29 @@ from __future__ import annotations
 import pytest
 from celery.signals import task_prerun
 
+from drafts.services import draft_create
+from providers.demo_lines import LINES
+from tests.support.versions import music, sfx, voices
+
+
+@pytest.fixture(autouse=True)
+def media(settings, tmp_path):
+    """Each test's own media folder: the files its renders store."""
+    settings.MEDIA_ROOT = tmp_path / "media"
+    return settings.MEDIA_ROOT
+
+
+@pytest.fixture
+def ad(make_ad):
+    """A 15 s Thai ad with two voices versions, music and an effect."""
+    ad = make_ad(language="th", duration_s=15)
+    thai = LINES["th"].calm
+    draft_create(ad=ad, version=voices(thai[0], thai[1]))
+    draft_create(ad=ad, version=voices(thai[2], thai[3], thai[4]))
+    draft_create(ad=ad, version=music("warm pad at 90 bpm", duration=15))
+    draft_create(ad=ad, version=sfx("chime"))
+    return ad
+
 
 @pytest.fixture
 def tasks_executed():

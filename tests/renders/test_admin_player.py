@@ -21,11 +21,6 @@ from workspaces.roles import Role
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-@pytest.fixture(autouse=True)
-def media(settings, tmp_path):
-    settings.MEDIA_ROOT = tmp_path / "media"
-
-
 @pytest.fixture
 def reviewer(django_user_model):
     rita = django_user_model.objects.create_user("rita", password="pw", is_staff=True)

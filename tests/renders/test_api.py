@@ -18,43 +18,19 @@ from django.utils import timezone
 from hypothesis import HealthCheck, given
 from hypothesis import settings as examples
 from hypothesis import strategies as st
-from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from drafts.payloads import SfxVersion
 from drafts.services import ad_archive, draft_activate, draft_create
-from providers.demo_lines import LINES
 from renders.making import finite
 from renders.models import Render
 from renders.services import versions_of
-from tests.support.versions import music, sfx, voices
+from tests.support.api import api_for
+from tests.support.versions import music, voices
 from workspaces.models import Membership
 from workspaces.roles import Role
 
 pytestmark = pytest.mark.django_db(transaction=True)  # the task runs when the row commits
-
-
-@pytest.fixture(autouse=True)
-def media(settings, tmp_path):
-    settings.MEDIA_ROOT = tmp_path / "media"
-
-
-def api_for(user) -> APIClient:
-    client = APIClient()
-    token, _ = Token.objects.get_or_create(user=user)
-    client.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
-    return client
-
-
-@pytest.fixture
-def ad(make_ad):
-    ad = make_ad(language="th", duration_s=15)
-    thai = LINES["th"].calm
-    draft_create(ad=ad, version=voices(thai[0], thai[1]))
-    draft_create(ad=ad, version=voices(thai[2], thai[3], thai[4]))
-    draft_create(ad=ad, version=music("warm pad at 90 bpm", duration=15))
-    draft_create(ad=ad, version=sfx("chime"))
-    return ad
 
 
 def test_a_render_is_made_and_read_back_with_its_timeline(ad, user, tasks_executed):

@@ -29,12 +29,6 @@ from tests.support.versions import music, voices
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-@pytest.fixture(autouse=True)
-def media(settings, tmp_path):
-    settings.MEDIA_ROOT = tmp_path / "media"
-    return settings.MEDIA_ROOT
-
-
 @pytest.fixture
 def render(make_ad):
     ad = make_ad(duration_s=15)

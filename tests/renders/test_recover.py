@@ -26,12 +26,6 @@ pytestmark = pytest.mark.django_db(transaction=True)
 RENDER_TASK = "renders.tasks.render_scratch_track"
 
 
-@pytest.fixture(autouse=True)
-def media(settings, tmp_path):
-    settings.MEDIA_ROOT = tmp_path / "media"
-    return settings.MEDIA_ROOT
-
-
 @pytest.fixture
 def make_render(make_ad):
     def make(**fields) -> Render:

@@ -14,13 +14,10 @@ import soundfile
 from django.db.models.functions import Now
 from rest_framework.test import APIClient
 
-from drafts.services import draft_create
-from providers.demo_lines import LINES
 from renders.models import Render
 from renders.recover import render_files_prune, renders_recover
 from testbed.fake_s3 import CREDENTIALS, REGION, S3Server
-from tests.renders.test_api import api_for
-from tests.support.versions import music, sfx, voices
+from tests.support.api import api_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -49,16 +46,6 @@ def bucket(s3_server, settings, tmp_path):
     settings.MEDIA_ROOT = tmp_path / "local-disk"
     settings.STORAGES = {**settings.STORAGES, "default": s3_storage(s3_server.url, name)}
     return name
-
-
-@pytest.fixture
-def ad(make_ad):
-    ad = make_ad(language="th", duration_s=15)
-    thai = LINES["th"].calm
-    draft_create(ad=ad, version=voices(thai[0], thai[1]))
-    draft_create(ad=ad, version=music("warm pad at 90 bpm", duration=15))
-    draft_create(ad=ad, version=sfx("chime"))
-    return ad
 
 
 def test_a_render_is_stored_in_the_bucket_and_served_whole_and_by_ranges(
