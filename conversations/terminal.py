@@ -26,7 +26,7 @@ from drafts.models import ActivationSource, Ad, DraftKind
 from drafts.selectors import draft_state, drafts_for
 from drafts.services import AdArchived, draft_activate
 from renders.models import RenderStatus
-from renders.services import render_report, render_request, versions_of
+from renders.services import NothingToRender, render_report, render_request, versions_of
 from workspaces.access import may, require, role_in
 from workspaces.roles import Action
 
@@ -273,7 +273,11 @@ class ChatSession:
         if path.suffix.lower() not in (".ogg", ".wav"):
             self.out.write(f"{path}: a scratch track is written as .ogg or .wav.")
             return
-        render, _ = render_request(ad=self.ad, versions=versions_of(self.ad), user=self.user)
+        try:
+            render, _ = render_request(ad=self.ad, versions=versions_of(self.ad), user=self.user)
+        except NothingToRender as exc:
+            self.out.write(str(exc))
+            return
         deadline = time.monotonic() + RENDER_WAIT_S
         while render.status in (RenderStatus.QUEUED, RenderStatus.RENDERING):
             if time.monotonic() > deadline:

@@ -21,7 +21,7 @@ from drafts.models import Ad, Draft
 from drafts.services import ad_create
 from evaluations.cases import KINDS, AdOutcome, CaseInput, TurnOutcome, VoiceFacts
 from renders.models import RenderStatus
-from renders.services import render_request, versions_of
+from renders.services import NothingToRender, render_request, versions_of
 from voices.models import Voice
 
 
@@ -73,7 +73,10 @@ def run_case(inputs: CaseInput, setup: CaseSetup) -> AdOutcome:
 
 def _measured_speech(ad: Ad, setup: CaseSetup) -> float | None:
     """Where the speech ends in a scratch track of the ad's latest versions."""
-    render, _ = render_request(ad=ad, versions=versions_of(ad), user=setup.owner)
+    try:
+        render, _ = render_request(ad=ad, versions=versions_of(ad), user=setup.owner)
+    except NothingToRender as exc:
+        raise CaseFailed(f"the scratch track could not be made: {exc}") from None
     deadline = time.monotonic() + setup.run_timeout_s
     while render.status in (RenderStatus.QUEUED, RenderStatus.RENDERING):
         if time.monotonic() > deadline:

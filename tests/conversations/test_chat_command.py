@@ -297,3 +297,16 @@ def test_render_writes_the_scratch_track_and_prints_its_timeline(
     samples, rate = soundfile.read(ogg)
     assert rate == 48_000 and len(samples) / rate >= 29.9
     assert soundfile.info(wav).format == "WAV"
+
+
+def test_render_of_an_ad_with_nothing_to_hear_says_so(make_ad, user, tmp_path):
+    ad = make_ad()
+    out = io.StringIO()
+    session = ChatSession(
+        ad=ad, user=user, out=OutputWrapper(out), err=OutputWrapper(io.StringIO()), timeout=1
+    )
+
+    session.render([str(tmp_path / "ad.ogg")])
+
+    assert out.getvalue().startswith("There is nothing to render: the ad has no voices")
+    assert not (tmp_path / "ad.ogg").exists()

@@ -260,3 +260,10 @@ def test_render_measures_each_ads_speech_in_a_scratch_track(
         reason = result.scores["ScriptFitsSlot"]["reason"]
         assert reason.startswith("measured "), reason
         assert Render.objects.filter(ad_id=result.ad_id, status="done").exists()
+
+
+def test_an_ad_with_nothing_to_hear_fails_its_case_saying_so(make_ad, user):
+    from evaluations.runner import CaseFailed, CaseSetup, _measured_speech
+
+    with pytest.raises(CaseFailed, match="the scratch track could not be made: There is"):
+        _measured_speech(make_ad(), CaseSetup(owner=user, render=True))
