@@ -36,7 +36,7 @@ run: $(STAMP)
 	DEBUG=$${DEBUG:-1} $(PY) manage.py setup_demo
 	@if [ -n "$$CELERY_BROKER_URL" ]; then \
 	  trap 'kill 0' EXIT INT TERM; mkdir -p var; \
-	  $(VENV)/bin/celery -A adstudio worker --beat --schedule var/celerybeat-schedule \
+	  $(VENV)/bin/celery -A adstudio worker \
 	    --pool threads --concurrency 8 --loglevel INFO & \
 	  DEBUG=$${DEBUG:-1} $(VENV)/bin/uvicorn adstudio.asgi:application --reload --port $${PORT:-8000}; \
 	else \

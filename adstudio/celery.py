@@ -6,7 +6,7 @@ import logging.config
 import os
 
 from celery import Celery
-from celery.signals import setup_logging
+from celery.signals import setup_logging, worker_ready
 from kombu.transport import TRANSPORT_ALIASES
 
 # redis:// and rediss:// brokers go through our subclass of kombu's Redis transport
@@ -28,3 +28,12 @@ def _log_as_the_web_does(**kwargs) -> None:
     from django.conf import settings
 
     logging.config.dictConfig(settings.LOGGING)
+
+
+@worker_ready.connect
+def _sweep_in_every_worker(**kwargs) -> None:
+    """Every worker process runs the periodic sweeps, one process at a time across the
+    hosts (``adstudio.sweeps``): the first at once, to take up what a dead one left."""
+    from adstudio import sweeps
+
+    sweeps.start()

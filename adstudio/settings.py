@@ -362,19 +362,22 @@ ADSTUDIO_MAX_TOOL_FAILURES = env_int("ADSTUDIO_MAX_TOOL_FAILURES", 3, minimum=1)
 ADSTUDIO_CONTEXT_BUDGET_TOKENS = env_int("ADSTUDIO_CONTEXT_BUDGET_TOKENS", 16000, minimum=500)
 # Prompt + completion tokens one run may spend before it stops.
 ADSTUDIO_RUN_TOKEN_BUDGET = env_int("ADSTUDIO_RUN_TOKEN_BUDGET", 300000, minimum=1000)
-ADSTUDIO_HEARTBEAT_INTERVAL = env_float("ADSTUDIO_HEARTBEAT_INTERVAL", 10.0, minimum=0.1)
+ADSTUDIO_HEARTBEAT_INTERVAL = env_float("ADSTUDIO_HEARTBEAT_INTERVAL", 5.0, minimum=0.1)
 # Runs of one worker process that compute at once, first come first served (0: no limit);
 # a run waiting on its provider holds none. See conversations/step_gate.py.
 ADSTUDIO_STEP_SLOTS = env_int("ADSTUDIO_STEP_SLOTS", 2, minimum=0)
-# A running run whose heartbeat is older than this is taken for dead and resumed.
-ADSTUDIO_RUN_STALE_AFTER = env_float("ADSTUDIO_RUN_STALE_AFTER", 120.0, minimum=1.0)
+# A running run whose heartbeat is older than this is taken for dead and resumed: a worker
+# paused or out of touch for less keeps its runs; a dead one's are resumed within this and
+# a sweep interval (35 s).
+ADSTUDIO_RUN_STALE_AFTER = env_float("ADSTUDIO_RUN_STALE_AFTER", 25.0, minimum=1.0)
 # Times a run is taken over from a worker that stopped (killed, out of memory, out of touch
 # past the stale limit) before it ends failed with resume_limit; 0: never resumed.
 ADSTUDIO_RUN_MAX_RESUMES = env_int("ADSTUDIO_RUN_MAX_RESUMES", 3, minimum=0)
 # A queued run older than this whose task may have been lost is enqueued again.
 ADSTUDIO_QUEUED_RUN_GRACE = env_float("ADSTUDIO_QUEUED_RUN_GRACE", 60.0, minimum=1.0)
-# Seconds between recovery sweeps (runs and renders): a cheap indexed query each.
-ADSTUDIO_RECOVERY_INTERVAL = env_float("ADSTUDIO_RECOVERY_INTERVAL", 15.0, minimum=1.0)
+# Seconds between recovery sweeps (runs and renders) in each worker process, one process at
+# a time across the hosts (adstudio.sweeps): a cheap indexed query each.
+ADSTUDIO_RECOVERY_INTERVAL = env_float("ADSTUDIO_RECOVERY_INTERVAL", 10.0, minimum=1.0)
 if ADSTUDIO_HEARTBEAT_INTERVAL >= ADSTUDIO_RUN_STALE_AFTER:
     raise ImproperlyConfigured(
         f"ADSTUDIO_HEARTBEAT_INTERVAL ({ADSTUDIO_HEARTBEAT_INTERVAL:g} s) must be shorter than "
@@ -406,19 +409,6 @@ ADSTUDIO_MODEL_PRICES = {
     "claude-haiku-4-5": {"input": 1.00, "cached_input": 0.10, "cache_write": 1.25, "output": 5.00},
     "claude-opus-4-5": {"input": 5.00, "cached_input": 0.50, "cache_write": 6.25, "output": 25.00},
 }
-CELERY_BEAT_SCHEDULE = {
-    "recover-runs": {
-        "task": "conversations.tasks.recover_runs",
-        "schedule": ADSTUDIO_RECOVERY_INTERVAL,
-    },
-    "recover-renders": {
-        "task": "renders.tasks.recover_renders",
-        "schedule": ADSTUDIO_RECOVERY_INTERVAL,
-    },
-    # Files of renders that are gone: a listing of the whole renders folder, so hourly.
-    "prune-render-files": {"task": "renders.tasks.prune_render_files", "schedule": 3600.0},
-}
-
 # --- Providers ------------------------------------------------------------------------
 # Keys, base URLs and models of the LLM providers (docs/providers.md). An empty base URL
 # or model means the provider profile's default; a provider without a key is skipped by

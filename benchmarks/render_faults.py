@@ -7,9 +7,10 @@ and does every audio link answer from any web host?
 
 Everything runs on servers of its own on loopback, nothing shared with the machine's: a
 PostgreSQL cluster (initdb; stopped for ``--outage`` seconds by the postgres fault), a
-Redis (restarted empty by the redis fault), ``--workers`` Celery worker processes and a
-beat process as docs/DEPLOYMENT.md deploys them (every worker SIGKILLed by the workers
-fault and started again a second later, as systemd's ``Restart=always`` does), and
+Redis (restarted empty by the redis fault), ``--workers`` Celery worker processes as
+docs/DEPLOYMENT.md deploys them, which run the recovery sweeps themselves (every worker
+SIGKILLed by the workers fault and started again a second later, as systemd's
+``Restart=always`` does), and
 gunicorn, through which a client follows every render (``GET /api/renders/{id}``) and
 fetches the audio of those made, counting the answers.
 
@@ -81,7 +82,7 @@ def manage(*args: str, env: dict[str, str]) -> str:
 
 
 class Stack:
-    """A PostgreSQL, a Redis, workers, beat and a web server of this invocation's own."""
+    """A PostgreSQL, a Redis, workers and a web server of this invocation's own."""
 
     def __init__(self, args: argparse.Namespace, work: Path, extra: dict[str, str]) -> None:
         self.args = args
@@ -92,7 +93,6 @@ class Stack:
         self.postgres = PostgresServer()
         self.redis = RedisServer(log_dir=work)
         self.workers: list[WorkerProcess] = []
-        self.beat: subprocess.Popen | None = None
         self.webs: list[WebServer] = []
 
     @property
@@ -104,7 +104,7 @@ class Stack:
             **self.extra,
         }
 
-    def start(self, *, workers: int, webs: int, beat: bool) -> None:
+    def start(self, *, workers: int, webs: int) -> None:
         """The servers; each web and worker with a media folder of its own when
         ``extra`` names shared storage (``MEDIA_ROOT`` then is only each one's disk)."""
         self.postgres.start()
@@ -120,19 +120,6 @@ class Stack:
             )
             worker.start(timeout=60)
             self.workers.append(worker)
-        if beat:
-            with (self.work / "beat.log").open("w") as out:
-                self.beat = subprocess.Popen(
-                    [
-                        *(sys.executable, "-m", "celery", "-A", "adstudio", "beat"),
-                        *("--schedule", str(self.work / "beat-schedule")),
-                    ],
-                    cwd=ROOT,
-                    env=_environment(self.env),
-                    stdout=out,
-                    stderr=subprocess.STDOUT,
-                    start_new_session=True,
-                )
         for n in range(webs):
             env = self._own_disk(f"web{n}") if own_disk else self.env
             web = WebServer(env={**env, "DEBUG": "0"}, log=self.work / f"web{n}.log")
@@ -144,9 +131,6 @@ class Stack:
     def stop(self) -> None:
         for web in self.webs:
             web.stop()
-        if self.beat is not None:
-            self.beat.kill()
-            self.beat.wait(timeout=10)
         for worker in self.workers:
             worker.kill()
         self.redis.stop()
@@ -344,7 +328,7 @@ def hosts(args: argparse.Namespace, work: Path) -> dict:
     }
     stack = Stack(args, work / "hosts", shared)
     try:
-        stack.start(workers=1, webs=2, beat=False)
+        stack.start(workers=1, webs=2)
         asked = stack.ask_for_renders(min(args.renders, 10))
         ids = asked["renders"]
         stack.wait(ids, lambda rows: all(s == "done" for _, s, _ in rows), timeout=120)
@@ -401,7 +385,7 @@ def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="bench-render-faults-"))
     os.chmod(work, 0o755)  # PostgreSQL runs as its own user when this runs as root
     results: dict[str, object] = {
-        "settings": "defaults: ADSTUDIO_RENDER_STALE_AFTER 20 s, ADSTUDIO_RECOVERY_INTERVAL 15 s",
+        "settings": "defaults: ADSTUDIO_RENDER_STALE_AFTER 20 s, ADSTUDIO_RECOVERY_INTERVAL 10 s",
         "machine": f"{os.cpu_count()} cores, {platform.machine()}, {platform.node()}",
     }
     tmpfs = "storage" in faults and _tmpfs(work / "media")
@@ -413,7 +397,7 @@ def main() -> None:
         if in_one_stack:
             stack = Stack(args, work, {})
             try:
-                stack.start(workers=args.workers, webs=1, beat=True)
+                stack.start(workers=args.workers, webs=1)
                 for fault in in_one_stack:
                     print(f"{fault}: {args.renders} renders asked for, then the fault", flush=True)
                     results[fault] = one_fault(stack, fault, args)

@@ -8,7 +8,7 @@ import os
 import time
 
 from celery import shared_task
-from celery.signals import celeryd_after_setup, worker_init, worker_ready
+from celery.signals import celeryd_after_setup, worker_init
 
 from adstudio.log_context import log_scope
 from conversations.loop import run_agent
@@ -29,13 +29,8 @@ def run_agent_task(run_id: str) -> None:
 
 @shared_task(name="conversations.tasks.recover_runs")
 def recover_runs() -> int:
+    """The sweep, by hand (``celery call``): the workers run it on their own."""
     return len(runs_recover())
-
-
-@worker_ready.connect
-def _recover_at_worker_start(sender=None, **kwargs) -> None:
-    """Runs orphaned by a worker that died are picked up as soon as a worker is back."""
-    recover_runs.delay()
 
 
 @worker_init.connect

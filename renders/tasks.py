@@ -7,7 +7,7 @@ import logging
 import time
 
 from celery import shared_task
-from celery.signals import worker_init, worker_ready
+from celery.signals import worker_init
 
 from renders.making import render_make
 from renders.recover import render_files_prune, renders_recover
@@ -23,18 +23,13 @@ def render_scratch_track(render_id: str) -> None:
 
 @shared_task(name="renders.tasks.recover_renders", ignore_result=True)
 def recover_renders() -> int:
+    """The sweeps, by hand (``celery call``): the workers run them on their own."""
     return len(renders_recover())
 
 
 @shared_task(name="renders.tasks.prune_render_files", ignore_result=True)
 def prune_render_files() -> int:
     return render_files_prune()
-
-
-@worker_ready.connect
-def _recover_renders_at_worker_start(sender=None, **kwargs) -> None:
-    """Renders left by a worker that died are taken back as soon as a worker is back."""
-    recover_renders.delay()
 
 
 @worker_init.connect

@@ -49,8 +49,7 @@ class WorkerProcess:
         quiet: bool = False,
         args: tuple[str, ...] = (),
     ) -> None:
-        """``args``: more of the worker's command line, e.g. ``--beat`` with its
-        ``--schedule`` file."""
+        """``args``: more of the worker's command line."""
         self.name = name
         self.args = args
         self.quiet = quiet

@@ -156,10 +156,10 @@ def option(argv: list[str], *names: str) -> str:
 
 def test_the_procfile_runs_the_processes_readme_documents():
     processes = procfile()
-    assert set(processes) == {"web", "worker", "beat"}
+    assert set(processes) == {"web", "worker"}  # no beat: the workers sweep (adstudio.sweeps)
 
     documented = [c for c in readme_commands() if c[0] in ("gunicorn", "celery")]
-    assert len(documented) == 3
+    assert len(documented) == 2
     for command in documented:
         name = "web" if command[0] == "gunicorn" else command[3]  # celery -A adstudio NAME
         assert processes[name][: len(command)] == command, (name, processes[name], command)
@@ -185,22 +185,20 @@ def test_the_web_process_serves_the_asgi_application_from_uvicorn_workers():
     assert result.returncode == 0, result.stdout + result.stderr
 
 
-@pytest.mark.parametrize("name", ["worker", "beat"])
-def test_the_celery_processes_name_the_project_app(name):
-    argv = procfile()[name]
-    assert argv[:2] == ["celery", "-A"] and argv[3] == name
+def test_the_worker_names_the_project_app():
+    argv = procfile()["worker"]
+    assert argv[:2] == ["celery", "-A"] and argv[3] == "worker"
 
     assert find_app(argv[2]) is adstudio.celery.app
 
 
-def test_the_worker_pool_exists_and_beat_sends_registered_tasks():
+def test_the_worker_pool_exists_and_the_workers_sweep():
     argv = procfile()["worker"]
     pool = get_implementation(option(argv, "--pool", "-P"))
     assert pool.__module__ == "celery.concurrency.thread"
     assert int(option(argv, "--concurrency", "-c")) >= 1
 
-    app = adstudio.celery.app
-    app.loader.import_default_modules()
-    sent = {entry["task"] for entry in app.conf.beat_schedule.values()}
-    assert "conversations.tasks.recover_runs" in sent
-    assert sent <= set(app.tasks), sent - set(app.tasks)
+    from adstudio import sweeps
+
+    assert {"runs", "renders", "render-files"} <= set(sweeps._sweeps)
+    assert not adstudio.celery.app.conf.beat_schedule  # nothing needs a beat process

@@ -1,6 +1,6 @@
 """The recovery sweep sends a run's task again only when the last one may have been lost.
-Sweeps come one after another (beat's, each worker's at start-up, and the ones that piled
-up in the queue while no worker ran them, run back to back when one comes back): each
+Sweeps come one after another (every worker process's, and the ones sent by hand that
+piled up in the queue while no worker ran them, run back to back when one comes back): each
 must not add another message for every run of a backlog.
 
 The messages are counted in the broker itself: the Redis list of the tasks' queue."""

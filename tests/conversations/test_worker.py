@@ -88,3 +88,47 @@ def test_a_run_survives_its_worker_being_killed_mid_model_call(worker, fake_open
     assert (
         not Draft.objects.values("run_id", "tool_call_id").annotate(n=Count("id")).filter(n__gt=1)
     )
+
+
+@pytest.fixture
+def worker_extra_env() -> dict[str, str]:
+    return {"ADSTUDIO_RECOVERY_INTERVAL": "1"}
+
+
+def test_a_dead_workers_run_is_resumed_by_a_live_worker_with_nothing_restarted(
+    worker, broker_url, fake_openai, make_ad, tmp_path, worker_extra_env
+):
+    """Two workers, no beat: the one holding the run is killed and never restarted; the
+    other, started before the kill, resumes the run with its own sweep once the run's
+    heartbeat is stale."""
+    import time
+
+    from testbed.worker import WorkerProcess
+    from tests.support.fixtures import worker_env
+
+    ad = make_ad(language="en")
+    fake_openai.script(
+        turn("never delivered", delay=30.0),  # its worker dies while waiting on this
+        turn("Resumed."),
+    )
+    run = start_generation(ad=ad)
+    fake_openai.wait_for_requests(1)  # the only worker has it
+    survivor = WorkerProcess(
+        log_dir=tmp_path,
+        env={**worker_env(broker_url=broker_url, fake_openai=fake_openai), **worker_extra_env},
+        name="survivor",
+    )
+    survivor.start()
+    try:
+        worker.kill()
+        killed_at = time.monotonic()
+        run_finished(run, timeout=30)
+        resumed_after = time.monotonic() - killed_at
+    finally:
+        survivor.kill()
+
+    assert run.status == "succeeded" and run.final_message == "Resumed."
+    assert run.resumes == 1
+    assert "recovery re-enqueued 1 run(s)" in survivor.log.read_text()
+    # Stale after 3 s, a sweep every second: well within, on a busy machine too.
+    assert resumed_after < STALE_AFTER + 10, resumed_after

@@ -347,6 +347,12 @@ class TestBrokerRestart:
     def broker_url(self, private_redis):
         return private_redis.url
 
+    @pytest.fixture
+    def worker_extra_env(self):
+        """The worker sweeps only as it starts: the test's own sweep, after the restart,
+        is the one that sends the stranded runs."""
+        return {"ADSTUDIO_RECOVERY_INTERVAL": "3600"}
+
     def test_runs_survive_a_redis_restart(self, worker, private_redis, fake_openai, user, make_ad):
         fake_openai.responder = director
         api = APIClient()

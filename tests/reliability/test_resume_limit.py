@@ -18,7 +18,7 @@ pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
 
 def kill_and_recover(worker, run: Run) -> None:
     """SIGKILL the worker; a new one comes up at once (as in a deploy), and once the dead
-    worker's heartbeat is stale, a sweep (what beat sends) hands the run on, unless the
+    worker's heartbeat is stale, a sweep (as the workers run every interval) hands the run on, unless the
     new worker's own sweep at start-up already did."""
     claims = Run.objects.get(pk=run.pk).claims
     worker.kill()

@@ -2,7 +2,7 @@
 PostgreSQL stopped with renders in flight, the broker's messages lost with a Redis restart,
 and two web hosts with disks of their own serving the audio from a shared bucket. Each ends
 with every render done (or failed, saying why), none stuck, and no file in storage that no
-render names. The workers run beat as README's ``make run`` does, with short timings."""
+render names. The workers sweep on their own (no beat), with short timings."""
 
 from __future__ import annotations
 
@@ -37,13 +37,12 @@ UNFINISHED = ("queued", "rendering")
 
 
 def render_worker(tmp_path: Path, env: dict[str, str], name: str = "renders") -> WorkerProcess:
-    """A worker with beat, as ``make run`` starts one, on ``env``."""
+    """A worker on ``env``, sweeping every second."""
     return WorkerProcess(
         log_dir=tmp_path,
         env={**TIMINGS, "PGAPPNAME": "adstudio-test-render-worker", **env},
         concurrency=4,
         name=name,
-        args=("--beat", "--schedule", str(tmp_path / f"beat-{name}")),
     )
 
 

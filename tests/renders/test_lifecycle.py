@@ -273,40 +273,27 @@ def test_finished_renders_are_counted(render, metrics_on, monkeypatch, make_ad):
 def test_a_render_longer_than_its_lease_keeps_its_claim(
     make_ad, media, settings, monkeypatch, no_sending
 ):
-    """A long ad on a busy worker: synthesis alone outlasts the lease, while a sweep runs
-    every 0.2 s. The lease is renewed as the tracks are made, so no sweep takes it back."""
-    from threading import Event, Thread
-
-    from django.db import connection as this_thread
-
+    """A long ad on a busy worker: its synthesis alone outlasts the lease. The lease is
+    renewed as the tracks are made, so a sweep in the middle of the last one finds it
+    alive and takes nothing back."""
     from audio import speech
 
     settings.ADSTUDIO_RENDER_STALE_AFTER = 2
     ad = make_ad(duration_s=30)
     draft_create(ad=ad, version=voices(*["สวัสดีครับ"] * 6))
     render = Render.objects.create(ad=ad, **versions_of(ad))
-    real = speech.synthesize
+    real, made_so_far, taken_back = speech.synthesize, [], []
 
     def slow(*args, **kwargs):
         time.sleep(0.7)  # six tracks: 4.2 s of synthesis against a 2 s lease
+        made_so_far.append(1)
+        if len(made_so_far) == 6:
+            taken_back.extend(renders_recover())
         return real(*args, **kwargs)
 
     monkeypatch.setattr(speech, "synthesize", slow)
-    done, taken_back = Event(), []
 
-    def sweep() -> None:
-        while not done.is_set():
-            taken_back.extend(renders_recover())
-            time.sleep(0.2)
-        this_thread.close()
+    made = render_make(render.pk)
 
-    sweeper = Thread(target=sweep)
-    sweeper.start()
-    try:
-        made = render_make(render.pk)
-    finally:
-        done.set()
-        sweeper.join()
-
-    assert taken_back == []
+    assert len(made_so_far) == 6 and taken_back == []
     assert (made.status, made.claims, made.reclaims) == ("done", 1, 0)

@@ -1,0 +1,71 @@
+"""The periodic sweeps every worker process runs: never two processes in one sweep at once
+(a PostgreSQL advisory lock, here held on two real connections), a database that cannot be
+reached skipping the turn, and the sweeps the apps register."""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+import pytest
+from django.db import OperationalError, connection
+
+from adstudio import sweeps
+from adstudio.sweeps import Sweep, sweep_once
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def test_two_processes_never_run_one_sweep_at_once():
+    inside, release = threading.Event(), threading.Event()
+    ran: list[str] = []
+
+    def slow() -> None:
+        ran.append(threading.current_thread().name)
+        inside.set()
+        release.wait(10)
+
+    sweep = Sweep("test-exclusive", 10.0, slow)
+    first = threading.Thread(target=lambda: sweep_once(sweep), name="first")
+    first.start()
+    try:
+        assert inside.wait(10)
+        assert sweep_once(sweep) is False  # another connection holds the sweep's lock
+        assert sweep_once(Sweep("test-other", 10.0, lambda: ran.append("other"))) is True
+    finally:
+        release.set()
+        first.join(10)
+
+    assert ran == ["first", "other"]
+    assert sweep_once(sweep) is True  # the lock went with the first one's transaction
+    assert ran == ["first", "other", "MainThread"]
+
+
+def test_a_database_that_cannot_be_reached_skips_the_turn(caplog):
+    def unreachable() -> None:
+        raise OperationalError("server closed the connection unexpectedly")
+
+    with caplog.at_level(logging.WARNING, logger="adstudio.sweeps"):
+        assert sweep_once(Sweep("test-unreachable", 10.0, unreachable)) is False
+
+    assert "sweep test-unreachable skipped: the database is unreachable" in caplog.text
+    assert connection.connection is None  # the connection is handed back, not kept
+
+
+def test_a_sweep_that_raises_is_logged_and_the_next_still_runs(caplog):
+    def broken() -> None:
+        raise KeyError("a bug")
+
+    with caplog.at_level(logging.ERROR, logger="adstudio.sweeps"):
+        assert sweep_once(Sweep("test-broken", 10.0, broken)) is False
+
+    assert "sweep test-broken failed" in caplog.text
+    assert sweep_once(Sweep("test-next", 10.0, lambda: None)) is True
+
+
+def test_the_apps_register_their_recovery_sweeps(settings):
+    registered = {name: s.interval for name, s in sweeps._sweeps.items()}
+
+    assert registered["runs"] == settings.ADSTUDIO_RECOVERY_INTERVAL == 10.0
+    assert registered["renders"] == settings.ADSTUDIO_RECOVERY_INTERVAL
+    assert registered["render-files"] == 3600.0
