@@ -15,7 +15,7 @@ from operator import attrgetter
 from typing import Any
 
 from django.db import DEFAULT_DB_ALIAS, IntegrityError, connection, connections, transaction
-from django.db.models import DateField, Field, Model
+from django.db.models import DateField, DateTimeField, Field, Model
 from django.db.models.fields import AutoFieldMixin
 from psycopg.types.json import Jsonb
 
@@ -260,13 +260,22 @@ def _insert_template(model: type[Model]) -> tuple[tuple[Field, ...], str, str, s
     # Character types without their length: a cast would cut a long value, where the
     # INSERT itself refuses it.
     casts = [re.sub(r"^varchar\(\d+\)$", "varchar", f.cast_db_type(connection)) for f in fields]
-    values = ", ".join(f"(r ->> {n})::{cast}" for n, cast in enumerate(casts))
+    # A row's creation time is the database's (``auto_now_add``), whichever host writes it:
+    # the rows of one run, written by hosts whose clocks disagree, stay in order.
+    values = ", ".join(
+        "statement_timestamp()" if _created_at(f) else f"(r ->> {n})::{cast}"
+        for n, (f, cast) in enumerate(zip(fields, casts, strict=True))
+    )
     return (
         fields,
         insert,
         f"({', '.join(['%s'] * len(fields))})",
         f"SELECT {values} FROM jsonb_array_elements(%s::jsonb) r",
     )
+
+
+def _created_at(field: Field) -> bool:
+    return isinstance(field, DateTimeField) and field.auto_now_add
 
 
 def _insert_sql(model: type[Model], rows: list[Model], *, fenced: bool = False) -> tuple[str, list]:

@@ -7,11 +7,13 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from datetime import datetime
 from functools import cache, lru_cache
 from typing import Any
 
 from django.db import DEFAULT_DB_ALIAS, connection, connections
 from django.db.models import Model, UUIDField
+from django.utils import timezone
 
 _UUID_FIELD = UUIDField()
 
@@ -43,6 +45,24 @@ def planned_per_query() -> Iterator[None]:
         yield
     finally:
         driver.prepare_threshold = threshold
+
+
+def database_now() -> datetime:
+    """The database's time now: what leases, heartbeats and a run's times are judged by,
+    whichever host asks, so hosts whose clocks disagree still agree on them. (SQLite, the
+    embedded default, is one host: its clock is the only one.)"""
+    if connection.vendor != "postgresql":
+        return timezone.now()
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT statement_timestamp()")
+        return cursor.fetchone()[0]
+
+
+def now_sql() -> str:
+    """The database's time now, in plain SQL that takes parameters (as Django's ``Now``)."""
+    if connection.vendor == "postgresql":
+        return "statement_timestamp()"
+    return "STRFTIME('%%Y-%%m-%%d %%H:%%M:%%f', 'NOW')"
 
 
 @cache

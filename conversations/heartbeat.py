@@ -23,7 +23,7 @@ import uuid
 from dataclasses import dataclass, field
 
 from django.db import DatabaseError, connection
-from django.utils import timezone
+from django.db.models.functions import Now
 
 from conversations.models import Run, RunStatus
 from providers.interrupt import CallInterrupt
@@ -105,8 +105,9 @@ class _Monitor:
                         held.append(run_id)
                         if cancel_requested and not watched.cancelled.is_set():
                             watched.cancel()  # its notification was lost
+                    # The database's clock: the sweep judges staleness by it too.
                     Run.objects.filter(pk__in=held, status=RunStatus.RUNNING).update(
-                        heartbeat_at=timezone.now()
+                        heartbeat_at=Now()
                     )
                 except DatabaseError:
                     # The database may be restarting; the next beat tries again.

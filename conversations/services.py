@@ -14,10 +14,10 @@ from collections.abc import Callable
 
 from django.db import IntegrityError, transaction
 from django.db.models import F
-from django.utils import timezone
 
 import providers
 from adstudio.batch import insert_rows
+from adstudio.db import database_now
 from adstudio.log_context import bind
 from adstudio.refusals import StateConflict
 from conversations.heartbeat import notify_cancel
@@ -356,12 +356,12 @@ def run_requeue(*, run: Run) -> bool:
     persisted step. Returns False for a run that cannot be requeued: succeeded,
     cancelled, running with a live worker, or failed with a later turn of its
     conversation sent since (it would be answered out of order)."""
-    now = timezone.now()
     with transaction.atomic():
         locked = run_lock(run_id=run.pk)
         if locked is None:  # deleted meanwhile
             return False
         run = locked.run
+        now = database_now()  # the clock the heartbeats were written by
         stuck = run.status == RunStatus.RUNNING and not heartbeat_fresh(run, now)
         if not (run.status in (RunStatus.FAILED, RunStatus.QUEUED) or stuck):
             return False
@@ -387,7 +387,7 @@ def run_requeue(*, run: Run) -> bool:
         run.stop_cause = ""
         run.error_code = ""
         run.error_message = ""
-        run.enqueued_at = timezone.now()  # sent now: the recovery sweep waits before resending
+        run.enqueued_at = now  # sent now: the recovery sweep waits before resending
         run.save(
             update_fields=[
                 "status",

@@ -7,9 +7,8 @@ import uuid
 from functools import cache
 
 from django.db import connection, transaction
-from django.utils import timezone
 
-from adstudio.db import column, columns, prep, quote_name, uuid_param
+from adstudio.db import column, columns, now_sql, quote_name, uuid_param
 from conversations.models import Run, RunStatus
 from conversations.runs.enqueue import run_enqueue
 
@@ -32,7 +31,6 @@ def _enqueue_next(*, conversation_id: uuid.UUID) -> None:
             [
                 uuid_param(conversation_id),
                 *RunStatus.finished(),
-                prep(Run, "enqueued_at", timezone.now()),
                 RunStatus.QUEUED,
             ],
         )
@@ -67,6 +65,7 @@ def _enqueue_next_sql() -> str:
     returned if it is queued: its turn has come. Nothing if there is none or it runs."""
     runs = quote_name(Run._meta.db_table)
     return (
-        f"WITH n AS ({_next_run_sql()}) UPDATE {runs} SET {column(Run, 'enqueued_at')} = %s "
+        f"WITH n AS ({_next_run_sql()}) UPDATE {runs} "
+        f"SET {column(Run, 'enqueued_at')} = {now_sql()} "
         f"FROM n WHERE {runs}.id = n.id AND n.status = %s RETURNING {runs}.id"
     )

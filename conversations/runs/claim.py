@@ -12,11 +12,10 @@ from functools import cache
 
 from django.conf import settings
 from django.db import InterfaceError, OperationalError, connection, transaction
-from django.utils import timezone
 
 import providers
 from adstudio.batch import Batch
-from adstudio.db import column, columns, from_row, prep, quote_name, uuid_param
+from adstudio.db import column, columns, database_now, from_row, prep, quote_name, uuid_param
 from conversations import run_log
 from conversations.locks import after_unfinished_params, after_unfinished_sql, run_lock
 from conversations.message_rows import history_rows_from, history_sql
@@ -104,8 +103,8 @@ def run_claim(*, run_id: uuid.UUID, holder: int | None = None) -> Claim | None:
         claim = _claim_queued(run_id)
         if claim is not None:
             return claim
-    now = timezone.now()
     with transaction.atomic():
+        now = database_now()  # staleness and the claim's times by the database's clock
         locked = run_lock(run_id=run_id)
         if locked is None:
             return None
@@ -157,27 +156,20 @@ def _claim_queued(run_id: uuid.UUID) -> Claim | None:
     """Claim a queued run whose turn has come in one statement, under the same row locks
     as ``run_claim``'s: three round trips fewer (BEGIN, the write, COMMIT) at the start of
     every run. None, with nothing written, for any other run."""
-    now = timezone.now()
-    stamp = prep(Run, "heartbeat_at", now)
     with connection.cursor() as cursor:
         cursor.execute(
             _claim_queued_sql(),
             [
                 uuid_param(run_id),
                 RunStatus.RUNNING,
-                stamp,
-                stamp,
                 ENQUEUE_FAILED,
                 ENQUEUE_FAILED,
                 uuid_param(run_id),
                 RunStatus.QUEUED,
                 *after_unfinished_params(),
                 RunEventType.RUN_STARTED,
-                prep(RunEvent, "created_at", now),
-                prep(Message, "created_at", now),
                 RunEventType.MODEL_CALL_STARTED,
                 prep(RunEvent, "data", run_log.model_call_started(round_no=1)[1]),
-                prep(RunEvent, "created_at", now),
             ],
         )
         row = cursor.fetchone()
@@ -222,8 +214,9 @@ def _claim_queued_sql() -> str:
         f"WITH k AS MATERIALIZED (SELECT {columns(Conversation, 'c')} FROM {runs} r "
         f"JOIN {conversations} c ON c.id = r.conversation_id WHERE r.id = %s "
         "FOR UPDATE OF r, c), "
-        f"u AS (UPDATE {runs} r SET status = %s, started_at = COALESCE(r.started_at, %s), "
-        "heartbeat_at = %s, claims = r.claims + 1, resumes = 0, "
+        f"u AS (UPDATE {runs} r SET status = %s, "
+        "started_at = COALESCE(r.started_at, statement_timestamp()), "
+        "heartbeat_at = statement_timestamp(), claims = r.claims + 1, resumes = 0, "
         f"{error_code} = CASE WHEN r.{error_code} = %s THEN '' ELSE r.{error_code} END, "
         f"{error_message} = CASE WHEN r.{error_code} = %s THEN '' ELSE r.{error_message} END "
         "FROM k WHERE r.id = %s AND r.conversation_id = k.id AND r.status = %s "
@@ -231,16 +224,17 @@ def _claim_queued_sql() -> str:
         f"RETURNING {columns(Run, 'r')}), "
         f"started AS (INSERT INTO {events} (run_id, seq, type, data, created_at) "
         f"SELECT u.id, COALESCE((SELECT max(seq) FROM {events} WHERE run_id = u.id), 0) + 1, "
-        f"%s, jsonb_build_object('resumed', {claimed_before}), %s FROM u), "
+        f"%s, jsonb_build_object('resumed', {claimed_before}), statement_timestamp() FROM u), "
         f"um AS (INSERT INTO {messages} (conversation_id, seq, role, text, tool_calls, "
         "tool_call_id, name, is_error, provider_data, tokens, run_id, created_at) "
         "SELECT u.conversation_id, COALESCE((SELECT max(m.seq) FROM "
         f"{messages} m WHERE m.conversation_id = u.conversation_id), 0) + 1, "
-        f"'{Role.USER}', u.input_text, '[]', '', '', false, '{{}}', 0, u.id, %s FROM u "
+        f"'{Role.USER}', u.input_text, '[]', '', '', false, '{{}}', 0, u.id, "
+        "statement_timestamp() FROM u "
         f"WHERE NOT EXISTS (SELECT 1 FROM {messages} m WHERE m.run_id = u.id "
         f"AND m.role = '{Role.USER}') RETURNING id, seq), "
         f"announced AS (INSERT INTO {events} (run_id, seq, type, data, created_at) "
-        f"SELECT u.id, 2, %s, %s, %s FROM u WHERE NOT {claimed_before}) "
+        f"SELECT u.id, 2, %s, %s, statement_timestamp() FROM u WHERE NOT {claimed_before}) "
         f"SELECT u.*, k.*, {columns(Ad, 'a')}, {latest_versions_sql('a.id')}, "
         f"{history_sql('k')}, um.id, um.seq, {claimed_before} "
         f"FROM u JOIN k ON k.id = u.conversation_id JOIN {ads} a ON a.id = k.ad_id "

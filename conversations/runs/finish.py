@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import uuid
+from datetime import datetime
 from functools import cache
 
 from django.db import connection, transaction
@@ -12,7 +13,7 @@ from django.utils import timezone
 
 from adstudio import observability
 from adstudio.batch import Add, Batch, fenced_writes
-from adstudio.db import column, from_row, prep, quote_name, uuid_param
+from adstudio.db import column, from_row, now_sql, prep, quote_name, uuid_param
 from conversations import run_log
 from conversations.models import Conversation, Message, Run, RunEvent, RunStatus, StopCause
 from conversations.run_log import RUN_COUNTERS, EventLog, RunLog
@@ -35,7 +36,7 @@ def finish_locked(run: Run, **outcome) -> None:
     (as ``_finished_fields`` takes it); the run's fields are set to match."""
     fields = _finished_fields(**outcome)
     if connection.vendor == "postgresql":
-        _write_finish(run.pk, fields)
+        _, fields["finished_at"] = _write_finish(run.pk, fields)  # the database's time
     else:
         _write_finish_in_steps(run, fields)
     for name, value in fields.items():
@@ -71,16 +72,16 @@ def _write_finish(
     claim: int | None = None,
     whole: bool = False,
     answer: RunLog | None = None,
-) -> uuid.UUID | None:
+) -> tuple[uuid.UUID | None, datetime | None]:
     """Write the finish in one statement (PostgreSQL): the run, its usage added to its
     conversation's totals (whose ``updated_at`` is its last activity) and its
-    ``run.finished`` event; with ``answer``, its staged step too (``run_finish``).
-    Returns the run's conversation, or None when the run had already ended (or, with
-    ``whole``, its history is not whole), in which case nothing is written."""
-    now = fields["finished_at"]
+    ``run.finished`` event, all at the database's time; with ``answer``, its staged step
+    too (``run_finish``). Returns the run's conversation and its ``finished_at``, or
+    Nones when the run had already ended (or, with ``whole``, its history is not whole),
+    in which case nothing is written."""
     sql = _finish_sql(claimed=claim is not None, whole_history=whole, answered=answer is not None)
     params = [
-        *(prep(Run, name, fields[name]) for name in _FINISHED_FIELDS),
+        *(prep(Run, name, fields[name]) for name in _FINISHED_FIELDS if name != "finished_at"),
         *(prep(Run, name, getattr(answer.run, name)) for name in RUN_COUNTERS if answer),
         uuid_param(run_id),
         *RunStatus.finished(),
@@ -91,28 +92,25 @@ def _write_finish(
         params += [run, answer.rows[-1].seq - 1, run, run]  # the answer is the last row
     elif whole:
         params += [uuid_param(run_id)] * _WHOLE_HISTORY_PARAMS
-    params.append(prep(Conversation, "updated_at", now))
     if answer is None:
         finished = _finished_event(fields)
-        params += [
-            finished[0],
-            prep(RunEvent, "data", finished[1]),
-            prep(RunEvent, "created_at", now),
-        ]
+        params += [finished[0], prep(RunEvent, "data", finished[1])]
     else:
         # The step's counters are set by the finish's own UPDATE of the run, and its
         # run.finished event follows the step's events.
         answer.batch.pop_update(Run, run_id)
         answer.event(_finished_event(fields))
         ctes, write_params = fenced_writes(answer.batch.statements(fenced=True))
-        sql = f"{sql}, {ctes} SELECT conversation_id FROM f"
+        sql = f"{sql}, {ctes} SELECT conversation_id, finished_at FROM f"
         params += write_params
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         row = cursor.fetchone()
     if answer is not None:
         answer.batch.clear()
-    return None if row is None else Conversation._meta.pk.to_python(row[0])
+    if row is None:
+        return None, None
+    return Conversation._meta.pk.to_python(row[0]), row[1]
 
 
 def _write_finish_in_steps(run: Run, fields: dict) -> None:
@@ -171,7 +169,7 @@ def run_finish(
             return False
         answer = None
     if connection.vendor == "postgresql":
-        conversation_id = _write_finish(
+        conversation_id, _ = _write_finish(
             run_id, _finished_fields(**outcome), claim=claim, whole=whole, answer=answer
         )
         if conversation_id is None:
@@ -283,7 +281,10 @@ def _finish_sql(*, claimed: bool, whole_history: bool = False, answered: bool = 
         quote_name(m._meta.db_table) for m in (Run, Conversation, RunEvent)
     )
     names = _FINISHED_FIELDS + (RUN_COUNTERS if answered else ())
-    assignments = ", ".join(f"{column(Run, name)} = %s" for name in names)
+    now = now_sql()  # the database's time, whichever host's worker ends the run
+    assignments = ", ".join(
+        f"{column(Run, name)} = {now if name == 'finished_at' else '%s'}" for name in names
+    )
     usage = [column(Run, name) for name in _USAGE_TOTALS]  # named alike on both models
     totals = ", ".join(f"{column} = c.{column} + f.{column}" for column in usage)
     whole = (_WHOLE_BEFORE_ANSWER if answered else _WHOLE_HISTORY).format(
@@ -293,17 +294,17 @@ def _finish_sql(*, claimed: bool, whole_history: bool = False, answered: bool = 
         f"WITH f AS (UPDATE {runs} SET {assignments} WHERE id = %s AND status NOT IN (%s, %s, %s) "
         f"{'AND claims = %s ' if claimed else ''}"
         f"{f'AND {whole} ' if whole_history else ''}"
-        f"RETURNING id, conversation_id, {', '.join(usage)}), "
-        f"c AS (UPDATE {conversations} c SET {totals}, updated_at = %s FROM f "
+        f"RETURNING id, conversation_id, finished_at, {', '.join(usage)}), "
+        f"c AS (UPDATE {conversations} c SET {totals}, updated_at = {now} FROM f "
         "WHERE c.id = f.conversation_id)"
     )
     if answered:
         return f"{head}, fence AS MATERIALIZED (SELECT 1 FROM f)"
     return (
         f"{head}, e AS (INSERT INTO {events} (run_id, seq, type, data, created_at) SELECT f.id, "
-        f"COALESCE((SELECT max(seq) FROM {events} WHERE run_id = f.id), 0) + 1, %s, %s, %s "
+        f"COALESCE((SELECT max(seq) FROM {events} WHERE run_id = f.id), 0) + 1, %s, %s, {now} "
         "FROM f) "
-        "SELECT conversation_id FROM f"
+        "SELECT conversation_id, finished_at FROM f"
     )
 
 

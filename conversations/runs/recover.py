@@ -10,7 +10,7 @@ from datetime import timedelta
 from django.conf import settings
 from django.db import transaction
 from django.db.models import Case, F, Q, Value, When
-from django.utils import timezone
+from django.db.models.functions import Now
 
 from conversations.models import Run, RunStatus
 from conversations.runs.enqueue import ENQUEUE_FAILED, run_enqueue
@@ -33,9 +33,10 @@ def runs_recover() -> list[uuid.UUID]:
     Each run found is stamped as sent (``Run.enqueued_at``) in the sweep's transaction;
     a sweep running at the same time skips the runs this one has locked. Claiming sorts
     out order and duplicates."""
-    now = timezone.now()
-    stale = now - timedelta(seconds=settings.ADSTUDIO_RUN_STALE_AFTER)
-    waiting = now - timedelta(seconds=settings.ADSTUDIO_QUEUED_RUN_GRACE)
+    # The database's clock, which wrote the heartbeats: a sweeping host's own may be off.
+    now = Now()
+    stale = Now() - timedelta(seconds=settings.ADSTUDIO_RUN_STALE_AFTER)
+    waiting = Now() - timedelta(seconds=settings.ADSTUDIO_QUEUED_RUN_GRACE)
     dead_worker = (
         Q(status=RunStatus.RUNNING)
         & (Q(heartbeat_at__isnull=True) | Q(heartbeat_at__lt=stale))

@@ -18,8 +18,8 @@ pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
 
 def kill_and_recover(worker, run: Run) -> None:
     """SIGKILL the worker; a new one comes up at once (as in a deploy), and once the dead
-    worker's heartbeat is stale, a sweep (as the workers run every interval) hands the run on, unless the
-    new worker's own sweep at start-up already did."""
+    worker's heartbeat is stale, a sweep (as the workers run every interval) hands the run
+    on, unless the new worker's own sweep already did."""
     claims = Run.objects.get(pk=run.pk).claims
     worker.kill()
     worker.start()
