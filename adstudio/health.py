@@ -1,10 +1,13 @@
 """Liveness and readiness for load balancers and orchestrators.
 
 ``GET /healthz``: the process answers (no I/O). ``GET /readyz``: it can serve, i.e. the
-database answers with every migration applied and the broker answers; otherwise 503,
-naming what is down. A middleware ahead of every other answers both, so no host check,
-HTTPS redirect, session, authentication or throttling applies to a probe (orchestrators
-probe the pod's address over plain HTTP, every few seconds).
+database answers with every migration applied; otherwise 503, naming what is wrong. The
+broker is checked too, and reported, but its outage does not take the process out of a
+load balancer: the product keeps accepting and storing work without it (runs are marked
+for the recovery sweep), so it answers 200 ``degraded``. A middleware ahead of every
+other answers both, so no host check, HTTPS redirect, session, authentication or
+throttling applies to a probe (orchestrators probe the pod's address over plain HTTP,
+every few seconds).
 
 The body names the component and the reason in general terms only: it is public. The
 details (addresses, driver messages) go to the log.
@@ -23,6 +26,8 @@ from django.conf import settings
 from django.db import connections
 from django.db.migrations.loader import MigrationLoader
 from django.http import HttpRequest, HttpResponse, JsonResponse
+
+from adstudio import observability
 
 logger = logging.getLogger(__name__)
 
@@ -89,12 +94,15 @@ def _answer_without_checks(path: str, method: str | None) -> HttpResponse | None
 
 def readiness_response() -> JsonResponse:
     checks = {"database": check_database(), "broker": check_broker()}
-    down = {name: problem for name, problem in checks.items() if problem}
-    body = {
-        "status": "unavailable" if down else "ok",
-        "checks": {name: problem or "ok" for name, problem in checks.items()},
-    }
-    return JsonResponse(body, status=503 if down else 200)
+    observability.readiness_checked({name: problem is None for name, problem in checks.items()})
+    if checks["database"]:
+        status = "unavailable"  # nothing can be served or stored
+    elif checks["broker"]:
+        status = "degraded"  # work is accepted and stored, and sent once the broker is back
+    else:
+        status = "ok"
+    body = {"status": status, "checks": {name: problem or "ok" for name, problem in checks.items()}}
+    return JsonResponse(body, status=503 if status == "unavailable" else 200)
 
 
 def check_database() -> str | None:

@@ -4,6 +4,7 @@ lines."""
 
 from adstudio.observability.hooks import (
     model_call,
+    readiness_checked,
     render_files_removed,
     render_finished,
     renders_resent,
@@ -18,6 +19,7 @@ from adstudio.observability.tracing import current_trace_id
 __all__ = [
     "current_trace_id",
     "model_call",
+    "readiness_checked",
     "render_files_removed",
     "render_finished",
     "renders_resent",

@@ -356,6 +356,16 @@ def request_throttled(scope: str) -> None:
         metrics.THROTTLED.labels(scope=scope or "default").inc()
 
 
+# --- Readiness ----------------------------------------------------------------------
+
+
+def readiness_checked(reached: dict[str, bool]) -> None:
+    """A readiness check found each dependency reached, or not."""
+    if switch.metrics:
+        for dependency, up in reached.items():
+            metrics.READINESS.labels(dependency=dependency).set(1 if up else 0)
+
+
 # --- Scratch tracks ---------------------------------------------------------------------
 
 

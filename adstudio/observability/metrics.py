@@ -15,7 +15,7 @@ from typing import Any
 
 from django.conf import settings
 from django.utils import timezone
-from prometheus_client import REGISTRY, CollectorRegistry, Counter, Histogram
+from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.multiprocess import MultiProcessCollector
 
@@ -89,6 +89,13 @@ RENDER_FILES_REMOVED = Counter(
     "Files in storage that no render names, removed: of a claim that was lost or died "
     "mid-write (stale_claim), or of a render that is gone (render_gone).",
     ["why"],
+)
+READINESS = Gauge(
+    "adstudio_dependency_up",
+    "Whether the process reached a dependency at its last readiness check (1) or not (0): "
+    "the database (down: /readyz 503) or the broker (down: /readyz 200, degraded).",
+    ["dependency"],
+    multiprocess_mode="livemostrecent",
 )
 
 

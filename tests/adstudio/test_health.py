@@ -67,7 +67,14 @@ def test_readyz_names_a_migration_the_database_lacks(client):
 
 @pytest.mark.slow
 @pytest.mark.django_db
-def test_readyz_names_the_broker_when_redis_is_down(client, settings, tmp_path):
+def test_readyz_names_the_broker_when_redis_is_down_and_stays_in(
+    client, settings, tmp_path, metrics_on
+):
+    from prometheus_client import REGISTRY
+
+    def broker_up() -> float | None:
+        return REGISTRY.get_sample_value("adstudio_dependency_up", {"dependency": "broker"})
+
     redis = RedisServer(log_dir=tmp_path)
     redis.start()
     settings.CELERY_TASK_ALWAYS_EAGER = False
@@ -78,15 +85,19 @@ def test_readyz_names_the_broker_when_redis_is_down(client, settings, tmp_path):
             started = time.monotonic()
             down = client.get("/readyz")
             took = time.monotonic() - started
+            reported_down = broker_up()
         again = client.get("/readyz")
     finally:
         redis.stop()
 
-    assert (up.status_code, down.status_code, again.status_code) == (200, 503, 200)
+    # Degraded, not out: the process still accepts and stores work (sent once it is back).
+    assert (up.status_code, down.status_code, again.status_code) == (200, 200, 200)
     assert down.json() == {
-        "status": "unavailable",
+        "status": "degraded",
         "checks": {"database": "ok", "broker": "unreachable"},
     }
+    assert again.json()["status"] == "ok"
+    assert (reported_down, broker_up()) == (0, 1)
     assert str(redis.port) not in down.content.decode()  # addresses stay in the log
     assert took < CHECK_TIMEOUT + 1
 
