@@ -228,3 +228,30 @@ def test_files_are_on_this_hosts_disk_unless_a_bucket_is_named():
 )
 def test_a_storage_that_cannot_work_is_a_start_up_error(env, says):
     assert says in start_up_error(env)
+
+
+def test_database_connections_keep_alive_on_both_ends_unless_the_url_says_otherwise():
+    url = "postgres://u@db.internal:5432/adstudio"
+    options = settings_with({"DATABASE_URL": url})["DATABASES"]["default"]["OPTIONS"]
+    assert (options["keepalives"], options["keepalives_idle"]) == (1, 30)
+    assert (options["keepalives_interval"], options["keepalives_count"]) == (10, 3)
+    assert options["options"] == (
+        "-c tcp_keepalives_idle=30 -c tcp_keepalives_interval=10 -c tcp_keepalives_count=3"
+    )
+
+    tuned = settings_with({"DATABASE_URL": f"{url}?keepalives_idle=120"})
+    options = tuned["DATABASES"]["default"]["OPTIONS"]
+    assert options["keepalives_idle"] == 120 and "tcp_keepalives_idle=120" in options["options"]
+
+
+@pytest.mark.django_db
+def test_the_server_drops_a_dead_clients_connection_within_a_minute():
+    """What the server is asked on every connection (its side of the keepalives)."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT current_setting('tcp_keepalives_idle'), "
+            "current_setting('tcp_keepalives_interval'), current_setting('tcp_keepalives_count')"
+        )
+        assert cursor.fetchone() == ("30", "10", "3")
