@@ -3,8 +3,9 @@ across web processes: at most ``ADSTUDIO_MAX_STREAMS_PER_USER``, so one client c
 every web thread. Past it a new stream is refused with 429 and ``Retry-After``.
 
 A slot lives in ``CACHE_URL``'s Redis as a member of the user's sorted set, scored by
-when it lapses: a stream renews it as it goes, and gives it back when it ends, so a
-process that dies without giving its slots back frees them within ``SLOT_TTL_S``. Taking
+when it lapses: a stream renews it as it goes (adding it again if Redis lost it in a
+restart, and keeping the set alive), and gives it back when it ends, so a process that
+dies without giving its slots back frees them within ``SLOT_TTL_S``. Taking
 a slot is one Lua script (lapsed slots dropped, the rest counted, this one added only
 under the cap), so parallel requests cannot all pass. Without ``CACHE_URL``, or while
 its Redis is unreachable, each process counts its own.
@@ -37,6 +38,13 @@ if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[2]) then
 end
 redis.call('ZADD', KEYS[1], now + tonumber(ARGV[3]), ARGV[4])
 redis.call('PEXPIRE', KEYS[1], math.ceil(tonumber(ARGV[3]) * 1000))
+return 1
+"""
+# A slot renewed: added again if it is gone (Redis restarted empty), and the user's set
+# kept as long as its latest slot, so open streams keep counting however long they last.
+_RENEW = """
+redis.call('ZADD', KEYS[1], tonumber(ARGV[1]) + tonumber(ARGV[2]), ARGV[3])
+redis.call('PEXPIRE', KEYS[1], math.ceil(tonumber(ARGV[2]) * 1000))
 return 1
 """
 
@@ -73,11 +81,11 @@ _local = _LocalSlots()
 
 
 @cache
-def _shared(url: str) -> tuple[redis.Redis, object]:
+def _shared(url: str) -> tuple[redis.Redis, object, object]:
     client = redis.Redis.from_url(
         url, socket_timeout=_SOCKET_TIMEOUT_S, socket_connect_timeout=_SOCKET_TIMEOUT_S
     )
-    return client, client.register_script(_TAKE)
+    return client, client.register_script(_TAKE), client.register_script(_RENEW)
 
 
 def _key(user: str) -> str:
@@ -98,10 +106,11 @@ class StreamSlot:
         if not self.shared:
             _local.renew(self.user, self.slot)
             return
-        client, _ = _shared(self.url)
-        # Unreachable: the slot lapses, and the stream goes on counting for less.
+        _client, _take, renew = _shared(self.url)
+        # Unreachable: the slot lapses, and is added again at the next renewal that gets
+        # through (a script's SHA is sent again by redis-py after a restart).
         with suppress(RedisError, OSError):
-            client.zadd(_key(self.user), {self.slot: time.time() + SLOT_TTL_S}, xx=True)
+            renew(keys=[_key(self.user)], args=[time.time(), SLOT_TTL_S, self.slot])
 
     def give_back(self) -> None:
         if self.given_back:
@@ -110,7 +119,7 @@ class StreamSlot:
         if not self.shared:
             _local.give_back(self.user, self.slot)
             return
-        client, _ = _shared(self.url)
+        client, _take, _renew = _shared(self.url)
         with suppress(RedisError, OSError):  # unreachable: it lapses within SLOT_TTL_S
             client.zrem(_key(self.user), self.slot)
 
@@ -122,7 +131,7 @@ def stream_slot(user_id: object) -> StreamSlot | None:
     cap = settings.ADSTUDIO_MAX_STREAMS_PER_USER
     url = settings.CACHE_URL or ""
     if url:
-        _client, take = _shared(url)
+        _client, take, _renew = _shared(url)
         try:
             taken = take(keys=[_key(user)], args=[time.time(), cap, SLOT_TTL_S, slot])
             return StreamSlot(user, slot, url, shared=True) if taken else None

@@ -109,3 +109,42 @@ def test_an_idle_stream_ends_asking_its_event_source_to_come_back_later(user, ru
 
     assert body.startswith("retry: 1000\n\n")
     assert body.endswith(": idle\nretry: 10000\n\n")
+
+
+@pytest.fixture
+def redis_slots(settings):
+    """Slots counted in this test process's Redis, two a user."""
+    settings.ADSTUDIO_MAX_STREAMS_PER_USER = 2
+    settings.CACHE_URL = REDIS_URL
+    client = redis.Redis.from_url(REDIS_URL)
+    client.delete(*client.scan_iter("adstudio:streams:*"), "adstudio:streams:none")
+    yield client
+    client.close()
+
+
+def test_open_streams_count_again_after_redis_restarts_empty(redis_slots):
+    from adstudio.stream_slots import stream_slot
+
+    held = [stream_slot("u1"), stream_slot("u1")]
+    assert all(held) and stream_slot("u1") is None
+
+    redis_slots.flushdb()  # what a restart without persistence leaves
+    for slot in held:
+        slot.renew()  # the streams go on, renewing as they do every 10 s
+
+    assert stream_slot("u1") is None  # the cap holds for streams opened before
+    held[0].give_back()
+    assert stream_slot("u1") is not None
+
+
+def test_a_users_slots_live_as_long_as_their_streams_renew(redis_slots):
+    """No new stream for longer than a slot's life: the set lives on with its renewals."""
+    from adstudio.stream_slots import SLOT_TTL_S, stream_slot
+
+    slot = stream_slot("u2")
+    redis_slots.pexpire("adstudio:streams:u2", 50)  # as if SLOT_TTL_S had nearly passed
+
+    slot.renew()
+
+    assert redis_slots.pttl("adstudio:streams:u2") > (SLOT_TTL_S - 5) * 1000
+    assert redis_slots.zcard("adstudio:streams:u2") == 1
