@@ -7,11 +7,13 @@ An event stream resumes where a reconnecting EventSource says it stopped
 from __future__ import annotations
 
 import json
+import logging
 import time
 from collections.abc import AsyncIterator, Iterator
 
 from django.conf import settings
 from django.core.handlers.asgi import ASGIRequest
+from django.db import DatabaseError
 from django.http import HttpResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import (
@@ -34,6 +36,8 @@ from conversations.models import Run, RunEvent, RunStatus
 from conversations.run_event_reads import arun_events_page
 from conversations.selectors import run_events_page, runs_for
 
+logger = logging.getLogger(__name__)
+
 
 @extend_schema_field({"type": "object", "additionalProperties": True})
 class EventDataField(serializers.JSONField):
@@ -48,10 +52,20 @@ class EventSerializer(serializers.ModelSerializer):
         fields = ["seq", "type", "data", "created_at"]
 
 
+class PageErrorSerializer(serializers.Serializer):
+    code = serializers.ChoiceField(choices=["database_unavailable"])
+    message = serializers.CharField()
+
+
 class EventsPageSerializer(serializers.Serializer):
     runStatus = serializers.ChoiceField(choices=RunStatus.choices)
     events = EventSerializer(many=True)
     lastSeq = serializers.IntegerField()
+    error = PageErrorSerializer(
+        required=False,
+        help_text="Only on a long poll whose wait ended because the database stopped "
+        "answering (its 200 was sent already): no events, ask again shortly.",
+    )
 
 
 class ServerSentEventSerializer(serializers.Serializer):
@@ -80,6 +94,19 @@ AFTER_PARAMETER = OpenApiParameter(
 SEQUENCE_HEADER_SCHEMA = {"type": "string", "pattern": "^[0-9]+$"}
 # How long an EventSource waits before it reconnects to a stream that sent nothing.
 IDLE_RETRY_MS = 10_000
+# ... and to one that ended because the database stopped answering.
+DATABASE_RETRY_MS = 3_000
+
+
+def database_gone(what: str, run_id) -> str:
+    """A stream's last words when the database stops answering after its headers were
+    sent: a comment and how long its EventSource waits before it reconnects (with
+    ``Last-Event-ID``, so nothing is lost). Logged once, as a warning: the outage is the
+    news, not a traceback per stream."""
+    logger.warning("%s of run %s ended: the database did not answer", what, run_id)
+    return f": the database did not answer; reconnect\nretry: {DATABASE_RETRY_MS}\n\n"
+
+
 # Seconds between comments on a stream that has nothing to send, which keep proxies from
 # closing it: under WSGI its thread re-reads meanwhile; under ASGI only a wake-up reads.
 KEEPALIVE_S = 5.0
@@ -183,9 +210,20 @@ def _long_poll_response(
     (the status, 200, goes out first)."""
 
     async def page() -> AsyncIterator[bytes]:
-        events, run_status = await arun_events_page(
-            run_id=run.pk, status=run.status, after=after, wait=wait
-        )
+        try:
+            events, run_status = await arun_events_page(
+                run_id=run.pk, status=run.status, after=after, wait=wait
+            )
+        except DatabaseError:
+            # The 200 is out: the body says what happened, whole and in the page's shape.
+            logger.warning("long poll of run %s ended: the database did not answer", run.pk)
+            message = "The database did not answer: ask again in a few seconds."
+            body = {
+                **events_page([], run.status, after),
+                "error": {"code": "database_unavailable", "message": message},
+            }
+            yield JSONRenderer().render(body)
+            return
         yield JSONRenderer().render(events_page(events, run_status, after))
 
     release_connection()
@@ -294,9 +332,13 @@ class EventStreamBody:
     def chunks(self) -> Iterator[str]:
         yield "retry: 1000\n\n"
         while time.monotonic() < self.deadline:
-            events, self.run_status = run_events_page(
-                run_id=self.run.pk, status=self.run_status, after=self.last, wait=self._wait()
-            )
+            try:
+                events, self.run_status = run_events_page(
+                    run_id=self.run.pk, status=self.run_status, after=self.last, wait=self._wait()
+                )
+            except DatabaseError:
+                yield database_gone("event stream", self.run.pk)
+                return
             yield from self._chunks_of(events)
             if not events:
                 if self.run_status in RunStatus.finished():
@@ -307,12 +349,16 @@ class EventStreamBody:
     async def chunks_async(self) -> AsyncIterator[str]:
         yield "retry: 1000\n\n"
         while time.monotonic() < self.deadline:
-            events, self.run_status = await arun_events_page(
-                run_id=self.run.pk,
-                status=self.run_status,
-                after=self.last,
-                wait=self._wait(ASYNC_KEEPALIVE_S),
-            )
+            try:
+                events, self.run_status = await arun_events_page(
+                    run_id=self.run.pk,
+                    status=self.run_status,
+                    after=self.last,
+                    wait=self._wait(ASYNC_KEEPALIVE_S),
+                )
+            except DatabaseError:
+                yield database_gone("event stream", self.run.pk)
+                return
             for chunk in self._chunks_of(events):
                 yield chunk
             if not events:

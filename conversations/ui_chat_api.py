@@ -21,6 +21,7 @@ from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.core.handlers.asgi import ASGIRequest
 from django.core.validators import ProhibitNullCharactersValidator
+from django.db import DatabaseError
 from django.http import StreamingHttpResponse
 from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
@@ -41,6 +42,7 @@ from conversations.events_api import (
     ASYNC_KEEPALIVE_S,
     KEEPALIVE_S,
     SEQUENCE_HEADER_SCHEMA,
+    database_gone,
     no_content,
     sequence_param,
 )
@@ -321,11 +323,15 @@ class _UIStreamBody:
     def chunks(self) -> Iterator[str]:
         yield from self._opening()
         while time.monotonic() < self.deadline:
-            events, self.run_status = run_events_page(
-                run_id=self.run.pk, status=self.run_status, after=self.last, wait=KEEPALIVE_S
-            )
-            if any(e.type == RunEventType.RUN_FINISHED for e in events):
-                self.run.refresh_from_db(fields=FINISH_FIELDS)
+            try:
+                events, self.run_status = run_events_page(
+                    run_id=self.run.pk, status=self.run_status, after=self.last, wait=KEEPALIVE_S
+                )
+                if any(e.type == RunEventType.RUN_FINISHED for e in events):
+                    self.run.refresh_from_db(fields=FINISH_FIELDS)
+            except DatabaseError:  # ended without [DONE]: the client resumes the stream
+                yield database_gone("ui message stream", self.run.pk)
+                return
             yield from self._chunks_of(events)
             if self.done:
                 return
@@ -339,11 +345,18 @@ class _UIStreamBody:
         for chunk in self._opening():
             yield chunk
         while time.monotonic() < self.deadline:
-            events, self.run_status = await arun_events_page(
-                run_id=self.run.pk, status=self.run_status, after=self.last, wait=ASYNC_KEEPALIVE_S
-            )
-            if any(e.type == RunEventType.RUN_FINISHED for e in events):
-                await sync_to_async(_read_finish, thread_sensitive=False)(self.run)
+            try:
+                events, self.run_status = await arun_events_page(
+                    run_id=self.run.pk,
+                    status=self.run_status,
+                    after=self.last,
+                    wait=ASYNC_KEEPALIVE_S,
+                )
+                if any(e.type == RunEventType.RUN_FINISHED for e in events):
+                    await sync_to_async(_read_finish, thread_sensitive=False)(self.run)
+            except DatabaseError:  # ended without [DONE]: the client resumes the stream
+                yield database_gone("ui message stream", self.run.pk)
+                return
             for chunk in self._chunks_of(events):
                 yield chunk
             if self.done:

@@ -141,3 +141,69 @@ def test_a_workers_recovery_sweep_succeeds_within_two_seconds_of_the_database(
 
     assert "raised unexpected" in log  # the sweeps sent during the outage failed
     assert first_ok is not None and first_ok <= BACK_WITHIN_S, (first_ok, log[-3000:])
+
+
+@pytest.mark.slow
+def test_a_long_poll_and_a_stream_open_when_the_database_stops_end_cleanly(
+    private_postgres, private_redis, tmp_path
+):
+    """Their 200 is out when the database goes: the long poll's body is a whole JSON page
+    saying so, the streams (events, and the AI SDK's UI message stream) end with a comment
+    and when to reconnect; none is cut mid-body, and the server logs a warning each, no
+    traceback. (The run stays queued: a broker with no worker.)"""
+    url = private_postgres.url(PRIVATE_DATABASE)
+    token = user_token(url)
+    web = WebServer(
+        env={"DATABASE_URL": url, "CELERY_BROKER_URL": private_redis.url, "DEBUG": "0"},
+        log=tmp_path / "gunicorn.log",
+    )
+    web.start(ready_path="/healthz")
+    headers = {"Authorization": f"Token {token}"}
+    answers: dict[str, httpx.Response | Exception] = {}
+
+    def follow(name: str, path: str, extra: dict) -> None:
+        try:
+            answers[name] = httpx.get(f"{web.base}{path}", headers={**headers, **extra}, timeout=60)
+        except Exception as exc:  # a body cut mid-way: what this test is about
+            answers[name] = exc
+
+    try:
+        brief = {"clientDescription": "Spotify Premium family plan", "language": "en"}
+        started = httpx.post(
+            f"{web.base}/api/ai/generate", json={"brief": brief}, headers=headers, timeout=30
+        )
+        assert started.status_code == 202, started.text
+        run = started.json()["runId"]
+        ad, chat = started.json()["adId"], started.json()["conversationId"]
+        followers = [
+            threading.Thread(
+                target=follow, args=("ui", f"/api/ads/{ad}/ui-chat/{chat}/stream", {})
+            ),
+            threading.Thread(target=follow, args=("poll", f"/api/runs/{run}/events?wait=30", {})),
+            threading.Thread(
+                target=follow,
+                args=("stream", f"/api/runs/{run}/events/stream", {"Accept": "text/event-stream"}),
+            ),
+        ]
+        for follower in followers:
+            follower.start()
+        time.sleep(2)  # both are waiting, their headers sent
+        private_postgres.stop()
+        for follower in followers:
+            follower.join(timeout=90)
+    finally:
+        web.stop()
+
+    log = web.log.read_text()
+    poll, stream = answers["poll"], answers["stream"]
+    assert isinstance(poll, httpx.Response) and poll.status_code == 200, (poll, log[-3000:])
+    assert poll.json()["error"]["code"] == "database_unavailable"
+    assert poll.json()["events"] == [] and poll.json()["lastSeq"] == 0
+    assert isinstance(stream, httpx.Response) and stream.status_code == 200, (stream, log[-3000:])
+    assert stream.text.endswith(": the database did not answer; reconnect\nretry: 3000\n\n")
+    ui = answers["ui"]
+    assert isinstance(ui, httpx.Response) and ui.status_code == 200, (ui, log[-3000:])
+    assert ui.text.endswith("retry: 3000\n\n") and "[DONE]" not in ui.text  # to resume
+    assert "Exception in ASGI application" not in log and "Traceback" not in log
+    assert f"long poll of run {run} ended: the database did not answer" in log
+    assert f"event stream of run {run} ended: the database did not answer" in log
