@@ -336,6 +336,25 @@ class RunLog:
         else:
             insert_rows(row)
 
+    def cancelled_call(self, round_no: int, attempt: providers.Attempt, *, messages: list) -> None:
+        """Record an attempt ended by the run's cancel while the model answered. The
+        request was sent and may be billed, its usage unknown: its row estimates the
+        prompt from ``messages`` (the request's), and the run counts it, its cost no
+        longer exact, so a cancelled run's usage is the sum of its calls."""
+        run = self.run
+        row = _model_call_row(run, round_no, attempt)
+        usage = Usage(prompt_tokens=_prompt_tokens(messages), exact=False)
+        row.prompt_tokens, row.usage_exact = usage.prompt_tokens, False
+        run.prompt_tokens += usage.prompt_tokens
+        run.cost += usage_cost(model=attempt.model, usage=usage)
+        run.cost_exact = False
+        writes = Batch(fence=holder_fence(run))
+        writes.insert(row)
+        writes.update(Run, run.pk, prompt_tokens=run.prompt_tokens, cost=run.cost, cost_exact=False)
+        if not writes.write():
+            self.lost = True
+            raise ClaimLost(f"run {run.pk} was claimed by another worker")
+
     def interrupted_call(self, *, route: list[providers.ProviderBinding], messages: list) -> None:
         """Record the model call a resumed run's worker was waiting on when it died or
         lost the database (``interrupted_call_row``). Its prompt tokens are estimated

@@ -102,8 +102,11 @@ def model_step(state: RunState, *, last_round: bool = False) -> RunTools | Answe
         if failed:
             said.clear()
         try:
-            log.model_call(round_no, attempt)
-        except DatabaseError:  # the run's own error is the one to report
+            if isinstance(attempt.error, Interrupted):
+                log.cancelled_call(round_no, attempt, messages=list(request.messages))
+            else:
+                log.model_call(round_no, attempt)
+        except (DatabaseError, ClaimLost):  # the run's own end is the one to report
             logger.warning("could not record a failed model call of run %s", run.pk)
         if attempt.error is not None:
             release_connection()  # the retry's wait needs no connection

@@ -6,11 +6,16 @@ HTTP response inside ``reading(response)``. ``interrupt.interrupt()`` (the worke
 cancel listener) shuts down the sockets being read, so the read fails at once, and the
 adapter raises ``Interrupted`` rather than the read's error: never retried, never sent
 on to another provider.
+
+A reply that is not streamed gives nothing to read until the provider has finished (its
+headers come last): its request runs in a thread of its own (``waited``), and an
+interruption stops the wait at once, leaving that thread to finish and its reply unread.
 """
 
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import logging
 import socket
 import threading
@@ -88,6 +93,39 @@ def reading(response) -> contextlib.AbstractContextManager[None]:
                 sock.shutdown(socket.SHUT_RDWR)
 
     return closing(abort)
+
+
+class Abandoned(Exception):
+    """The call was interrupted while its reply was awaited: the reply is not read."""
+
+
+def waited[T](call: Callable[[], T]) -> T:
+    """``call()``'s result, waited for so that an interruption ends the wait at once
+    (``Abandoned``). Outside ``interruptible`` it is simply called."""
+    interrupt = _current.get()
+    if interrupt is None:
+        return call()
+    done = threading.Event()
+    outcome: dict[str, object] = {}
+
+    def run() -> None:
+        try:
+            outcome["value"] = call()
+        except BaseException as exc:
+            outcome["error"] = exc
+        finally:
+            done.set()
+
+    # With this context (the caller's trace, its request's logging ids), not a bare one.
+    context = contextvars.copy_context()
+    threading.Thread(target=context.run, args=(run,), name="provider-reply", daemon=True).start()
+    with interrupt._closing(done.set):
+        done.wait()
+    if "error" in outcome:
+        raise outcome["error"]  # type: ignore[misc]
+    if "value" not in outcome:  # woken by the interruption, not by the reply
+        raise Abandoned
+    return outcome["value"]  # type: ignore[return-value]
 
 
 def interrupted() -> bool:

@@ -29,7 +29,7 @@ from providers.base import (
     new_tool_call_id,
 )
 from providers.errors import classify_status, classify_stream_error, scrub
-from providers.interrupt import interrupted
+from providers.interrupt import Abandoned, interrupted, waited
 from providers.profiles import ProviderProfile
 
 
@@ -123,9 +123,9 @@ class SDKAdapter[Client, Reader](ABC):
             with self._map_api_errors():
                 if stream:
                     request_id = self._stream(payload, reader)
-                else:
-                    request_id = self._complete(payload, reader)
-        except ProviderError:
+                else:  # nothing to read until the reply is whole: a cancel ends the wait
+                    request_id = waited(lambda: self._complete(payload, reader))
+        except (ProviderError, Abandoned):
             if interrupted():  # the read failed because the response was closed on purpose
                 message = "the call was interrupted: its run was cancelled"
                 raise Interrupted(message, provider=self.name) from None

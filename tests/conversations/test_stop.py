@@ -1,5 +1,6 @@
 """Stop that stops: a cancel reaches the worker holding the run at once, ends the model's
-streaming reply mid-way, keeps what the person saw of it and runs none of its tools."""
+streaming reply mid-way (or the wait for one not streamed), keeps what the person saw of
+it, runs none of its tools, and counts the interrupted request in the run's usage."""
 
 from __future__ import annotations
 
@@ -10,16 +11,26 @@ import pytest
 from conversations.models import Message, ModelCall, Run, RunEvent
 from conversations.services import run_cancel, start_generation
 from drafts.models import Draft
-from testbed.fake_openai import call, turn
+from testbed.fake_openai import TEST_API_KEY, call, turn
 from tests.support.worker import run_finished
 
 pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
 
 
 @pytest.fixture
-def worker_extra_env() -> dict[str, str]:
-    """Heartbeats far apart: only the cancel's notification can reach the worker in time."""
-    return {"ADSTUDIO_HEARTBEAT_INTERVAL": "20", "ADSTUDIO_RUN_STALE_AFTER": "60"}
+def worker_extra_env(request, fake_openai) -> dict[str, str]:
+    """Heartbeats far apart: only the cancel's notification can reach the worker in time.
+    For the tests named ``..._not_streamed``, the run routed to Qwen, whose replies with
+    tools are not streamed (DashScope's profile), on the same fake server."""
+    env = {"ADSTUDIO_HEARTBEAT_INTERVAL": "20", "ADSTUDIO_RUN_STALE_AFTER": "60"}
+    if "not_streamed" in request.node.name:
+        env |= {
+            "DASHSCOPE_API_KEY": TEST_API_KEY,
+            "DASHSCOPE_BASE_URL": fake_openai.base_url,
+            "ADSTUDIO_QWEN_MODEL": "qwen-plus",
+            "ADSTUDIO_PROVIDER_ROUTES": "default=qwen",
+        }
+    return env
 
 
 def test_a_cancel_ends_a_streaming_reply_at_once_and_keeps_its_text(worker, fake_openai, make_ad):
@@ -60,6 +71,42 @@ def test_a_cancel_ends_a_streaming_reply_at_once_and_keeps_its_text(worker, fake
     calls = list(ModelCall.objects.filter(run=run).values_list("error_code", flat=True))
     assert calls == ["cancelled"]
     assert len(fake_openai.requests) == 1
+    assert_cancelled_call_counted(run)
+
+
+def assert_cancelled_call_counted(run, *, priced: bool = False) -> None:
+    """The request was sent and may be billed: its row estimates its prompt, and the
+    run's usage is the sum of its calls, its cost no longer said to be exact."""
+    call = ModelCall.objects.get(run=run, error_code="cancelled")
+    assert call.prompt_tokens > 100 and not call.usage_exact
+    run.refresh_from_db()
+    assert run.prompt_tokens == sum(
+        ModelCall.objects.filter(run=run).values_list("prompt_tokens", flat=True)
+    )
+    assert not run.cost_exact
+    assert (run.cost > 0) is priced  # a model without a price costs 0 (the fake's)
+
+
+def test_a_cancel_ends_the_wait_for_a_reply_not_streamed_at_once(worker, fake_openai, make_ad):
+    """Nothing comes until the provider has finished (30 s): the cancel ends the wait."""
+    ad = make_ad(language="en")
+    fake_openai.script(
+        turn(tool_calls=[call("create_music_draft", {"prompt": "warm acoustic pop"})], delay=30.0)
+    )
+    run = start_generation(ad=ad)
+    fake_openai.wait_for_requests(1)
+    assert not fake_openai.requests[0].get("stream")  # the reply comes whole, or not at all
+
+    cancelled_at = time.monotonic()
+    run_cancel(run=run)
+    run_finished(run, timeout=10)
+    took = time.monotonic() - cancelled_at
+
+    assert run.status == "cancelled", run.error_message
+    assert took < 5, took  # not when the reply would have come (30 s)
+    assert not Draft.objects.filter(ad=ad).exists()
+    assert ModelCall.objects.get(run=run).provider == "qwen"
+    assert_cancelled_call_counted(run, priced=True)  # qwen-plus has a price
 
 
 def test_a_cancel_accepted_before_a_step_is_written_keeps_its_draft_out(
