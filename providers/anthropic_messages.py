@@ -27,7 +27,7 @@ from providers.base import (
     TextCallback,
 )
 from providers.errors import classify_stream_error, error_detail, scrub
-from providers.interrupt import reading
+from providers.interrupt import reading, waited
 from providers.profiles import ANTHROPIC
 from providers.sdk_adapter import SDK, Reply, SDKAdapter
 
@@ -80,7 +80,8 @@ class AnthropicProvider(SDKAdapter[Anthropic, MessageAssembler]):
         return request_id
 
     def _stream(self, params: dict[str, Any], assembler: MessageAssembler) -> str:
-        raw = self._post(params)
+        # Until the first token the provider sends nothing: a cancel ends that wait too.
+        raw = waited(lambda: self._post(params), discard=lambda r: r.http_response.close())
         request_id = self._request_id(raw.headers)
         events = raw.parse()
         try:

@@ -7,9 +7,11 @@ cancel listener) shuts down the sockets being read, so the read fails at once, a
 adapter raises ``Interrupted`` rather than the read's error: never retried, never sent
 on to another provider.
 
-A reply that is not streamed gives nothing to read until the provider has finished (its
-headers come last): its request runs in a thread of its own (``waited``), and an
-interruption stops the wait at once, leaving that thread to finish and its reply unread.
+A reply gives nothing to read until the provider sends its headers: for a reply that is
+not streamed, when it has finished; for a stream, its first token, which may take
+seconds. Until then the request runs in a thread of its own (``waited``), and an
+interruption stops the wait at once, leaving that thread to finish and its reply unread
+(closed, so its connection is not kept).
 """
 
 from __future__ import annotations
@@ -99,20 +101,30 @@ class Abandoned(Exception):
     """The call was interrupted while its reply was awaited: the reply is not read."""
 
 
-def waited[T](call: Callable[[], T]) -> T:
+def waited[T](call: Callable[[], T], *, discard: Callable[[T], None] | None = None) -> T:
     """``call()``'s result, waited for so that an interruption ends the wait at once
-    (``Abandoned``). Outside ``interruptible`` it is simply called."""
+    (``Abandoned``); a result that comes after is given to ``discard`` (a response to
+    close). Outside ``interruptible`` it is simply called."""
     interrupt = _current.get()
     if interrupt is None:
         return call()
     done = threading.Event()
     outcome: dict[str, object] = {}
+    lock = threading.Lock()
 
     def run() -> None:
         try:
-            outcome["value"] = call()
+            value = call()
         except BaseException as exc:
-            outcome["error"] = exc
+            with lock:
+                outcome["error"] = exc
+        else:
+            with lock:
+                abandoned = "abandoned" in outcome
+                outcome["value"] = value
+            if abandoned and discard is not None:
+                with contextlib.suppress(Exception):
+                    discard(value)
         finally:
             done.set()
 
@@ -121,10 +133,12 @@ def waited[T](call: Callable[[], T]) -> T:
     threading.Thread(target=context.run, args=(run,), name="provider-reply", daemon=True).start()
     with interrupt._closing(done.set):
         done.wait()
-    if "error" in outcome:
-        raise outcome["error"]  # type: ignore[misc]
-    if "value" not in outcome:  # woken by the interruption, not by the reply
-        raise Abandoned
+    with lock:
+        if "error" in outcome:
+            raise outcome["error"]  # type: ignore[misc]
+        if "value" not in outcome:  # woken by the interruption, not by the reply
+            outcome["abandoned"] = True
+            raise Abandoned
     return outcome["value"]  # type: ignore[return-value]
 
 

@@ -19,7 +19,7 @@ from providers import chat_format
 from providers.accumulator import StreamAccumulator
 from providers.base import GenerateRequest, TextCallback, TransientError
 from providers.errors import classify_stream_error
-from providers.interrupt import reading
+from providers.interrupt import reading, waited
 from providers.profiles import OPENAI
 from providers.sdk_adapter import SDK, Reply, SDKAdapter
 
@@ -48,7 +48,8 @@ class OpenAICompatProvider(SDKAdapter[OpenAI, StreamAccumulator]):
         )
 
     def _stream(self, payload: dict[str, Any], accumulator: StreamAccumulator) -> str:
-        response = self._post(payload, stream=True)
+        # Until the first token the provider sends nothing: a cancel ends that wait too.
+        response = waited(lambda: self._post(payload, stream=True), discard=_closed)
         request_id = self._request_id(response.headers)
         if _is_json(response.headers):
             # Some OpenAI-compatible servers ignore "stream": true and answer with one
@@ -109,6 +110,10 @@ class OpenAICompatProvider(SDKAdapter[OpenAI, StreamAccumulator]):
             assembled.finish_reason, has_tool_calls=bool(message.tool_calls)
         )
         return Reply(message, stop_reason, usage, assembled.response_id)
+
+
+def _closed(response: httpx2.Response) -> None:
+    response.close()
 
 
 def sse_data(lines: Iterable[str]) -> Iterator[str]:

@@ -133,3 +133,23 @@ def test_a_cancel_accepted_before_a_step_is_written_keeps_its_draft_out(
     assert not Draft.objects.filter(ad=ad).exists()
     assert not RunEvent.objects.filter(run=run, type="draft.created").exists()
     assert len(fake_openai.requests) == 1  # no model call after the cancel
+
+
+def test_a_cancel_ends_the_wait_for_a_streams_first_token_at_once(worker, fake_openai, make_ad):
+    """A streamed reply whose provider sends nothing for 30 s (not even its headers)."""
+    ad = make_ad(language="en")
+    fake_openai.script(turn("A warm family spot.", delay=30.0))
+    run = start_generation(ad=ad)
+    fake_openai.wait_for_requests(1)
+    assert fake_openai.requests[0].get("stream") is True
+
+    cancelled_at = time.monotonic()
+    run_cancel(run=run)
+    run_finished(run, timeout=10)
+    took = time.monotonic() - cancelled_at
+
+    assert run.status == "cancelled" and took < 5, (run.status, took)
+    assert list(ModelCall.objects.filter(run=run).values_list("error_code", flat=True)) == [
+        "cancelled"
+    ]
+    assert_cancelled_call_counted(run)
