@@ -20,15 +20,16 @@ class S3Server:
     """``start()`` it, then ``url`` is its endpoint; ``bucket()`` makes a new bucket.
     ``S3Server(url=...)``: one already running (``python -m testbed.fake_s3``), to talk to."""
 
-    def __init__(self, port: int = 0, *, url: str = "") -> None:
+    def __init__(self, port: int = 0, *, url: str = "", host: str = "127.0.0.1") -> None:
         self.port = port
         self.url = url
+        self.host = host
 
     def start(self) -> S3Server:
         from moto.server import ThreadedMotoServer
 
         logging.getLogger("werkzeug").setLevel(logging.WARNING)  # no line per request
-        self._server = ThreadedMotoServer(ip_address="127.0.0.1", port=self.port, verbose=False)
+        self._server = ThreadedMotoServer(ip_address=self.host, port=self.port, verbose=False)
         self._server.start()
         host, port = self._server.get_host_and_port()
         self.url = f"http://{host}:{port}"
@@ -62,8 +63,9 @@ class S3Server:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--port", type=int, required=True)
-    port = parser.parse_args().port
-    server = S3Server(port).start()
+    parser.add_argument("--host", default="127.0.0.1")
+    args = parser.parse_args()
+    server = S3Server(args.port, host=args.host).start()
     print(f"S3 server on {server.url}", flush=True)
     stopped = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stopped.set())
