@@ -17,7 +17,8 @@ CHECKS = ("story", "cancel", "dead-worker", "partition", "clock", "reload", "red
 @pytest.mark.slow
 def test_the_rehearsal_of_several_hosts_passes_every_check():
     done = subprocess.run(
-        [sys.executable, str(ROOT / "deploy" / "rehearsal" / "rehearse.py")],
+        # The time bars doubled: the suite's other tests share the machine's two cores.
+        [sys.executable, str(ROOT / "deploy" / "rehearsal" / "rehearse.py"), "--slack", "2"],
         cwd=ROOT,
         capture_output=True,
         text=True,

@@ -41,6 +41,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from hosts import Network, Process, address, enter, inside, kill_host, run, wait_until  # noqa: E402
 
 CHECKS = ("story", "cancel", "dead-worker", "partition", "clock", "reload", "redis", "web-lost")
+# The time bars, for a quiet machine; ``--slack`` multiplies them on a busy one (the suite
+# runs the rehearsal beside its other tests).
+BARS = {"cancel": 2.0, "dead-worker": 45.0, "reload": 2.0, "web-lost": 10.0}
+SLACK = 1.0
 PYTHON = sys.executable
 LIBFAKETIME = Path("/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1")
 HAPROXY = """global
@@ -492,8 +496,10 @@ def check_cancel(stack: Stack, api: Api, token: str) -> tuple[bool, str]:
     ended = [t for _, k, t in seen if k == "run.finished"]
     took = ended[0] - asked if ended else float("inf")
     status = api.run(started["runId"])["status"]
-    return status == "cancelled" and took < 2, (
-        f"cancel through web2 ended the run streamed from web1 in {took:.2f} s ({status})"
+    bar = BARS["cancel"] * SLACK
+    return status == "cancelled" and took < bar, (
+        f"cancel through web2 ended the run streamed from web1 in {took:.2f} s ({status}; "
+        f"bar < {bar:g} s)"
     )
 
 
@@ -524,9 +530,10 @@ def check_dead_worker(stack: Stack, api: Api) -> tuple[bool, str]:
     )
     stack.network.heal("worker1")
     stack.start_worker("worker1")
-    return resumed_after < 45, (
+    bar = BARS["dead-worker"] * SLACK
+    return resumed_after < bar, (
         f"the dead worker host's run resumed on worker2 after {resumed_after:.1f} s "
-        f"(bar < 45 s; {time.monotonic() - died:.0f} s since its death)"
+        f"(bar < {bar:g} s; {time.monotonic() - died:.0f} s since its death)"
     )
 
 
@@ -620,9 +627,10 @@ def check_reload(stack: Stack, token: str) -> tuple[bool, str]:
     failed = [s for s, _ in answers if s != 200]
     latencies = sorted(t for _, t in answers)
     p99 = latencies[int(0.99 * (len(latencies) - 1))]
-    return not failed and p99 < 2, (
+    bar = BARS["reload"] * SLACK
+    return not failed and p99 < bar, (
         f"rolling reload under 20 paced clients: {len(failed)} failed of {len(answers)}, "
-        f"p99 {p99 * 1000:.0f} ms (bar 0 and < 2 s)"
+        f"p99 {p99 * 1000:.0f} ms (bar 0 and < {bar:g} s)"
     )
 
 
@@ -690,9 +698,10 @@ def check_web_lost(stack: Stack, api: Api, token: str) -> tuple[bool, str]:
     )
     slowest = max(resumed.values(), default=0.0)
     finished = all(any(k == "run.finished" for _, k, _ in events) for events in seen.values())
-    return whole and finished and slowest < 10, (
+    bar = BARS["web-lost"] * SLACK
+    return whole and finished and slowest < bar, (
         f"web1 lost with {len(runs)} streams open: every event once and in order: {whole}; "
-        f"the last stream's next event {slowest:.1f} s after the loss (bar < 10 s)"
+        f"the last stream's next event {slowest:.1f} s after the loss (bar < {bar:g} s)"
     )
 
 
@@ -700,7 +709,12 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--checks", default=",".join(CHECKS))
     parser.add_argument("--keep", action="store_true", help="leave the work folder")
+    parser.add_argument(
+        "--slack", type=float, default=1.0, help="the time bars times this (a busy machine)"
+    )
     args = parser.parse_args()
+    global SLACK
+    SLACK = args.slack
     checks = [c for c in args.checks.split(",") if c]
     unknown = set(checks) - set(CHECKS)
     if unknown:
