@@ -73,6 +73,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         for fixture, group in SHARED_PROCESS_FIXTURES.items():
             if fixture in fixtures and not item.get_closest_marker("xdist_group"):
                 item.add_marker(pytest.mark.xdist_group(group))
+    # The longest tests start first, beside the others, rather than last, when the suite
+    # would wait for them alone (pytest-xdist hands tests out in this order).
+    items.sort(key=lambda item: not item.get_closest_marker("first"))
 
 
 @pytest.fixture(autouse=True)

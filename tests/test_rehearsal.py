@@ -15,6 +15,7 @@ CHECKS = ("story", "cancel", "dead-worker", "partition", "clock", "reload", "red
 
 
 @pytest.mark.slow
+@pytest.mark.first  # five minutes, beside the rest of the suite
 def test_the_rehearsal_of_several_hosts_passes_every_check():
     done = subprocess.run(
         # The time bars doubled: the suite's other tests share the machine's two cores.

@@ -50,7 +50,7 @@ def test_a_run_that_kills_its_worker_every_time_ends_failed(worker, fake_openai,
     fake_openai.wait_for_requests(1)  # attempt 1's
 
     kill_and_recover(worker, run)
-    fake_openai.wait_for_requests(2)  # attempt 2's
+    fake_openai.wait_for_requests(2, timeout=60)  # attempt 2's, by the worker started anew
     run.refresh_from_db()
     assert (run.status, run.claims, run.resumes) == ("running", 2, 1)
 
