@@ -107,7 +107,13 @@ def prune_renders_gone(
     """Remove the files of renders that no longer exist: one listing of the renders folder.
     ``existing(ids)`` answers which of ``ids`` are renders still; ``named()`` the names of
     files rows hold in the folder itself (renders made before per-render folders)."""
-    folders, files = default_storage.listdir(FOLDER)
+    try:
+        folders, files = default_storage.listdir(FOLDER)
+    except FileNotFoundError:  # the file system, before its first render
+        return 0
+    except Exception as exc:  # storage out of reach: the next prune finds what this did not
+        logger.warning("could not list the renders folder: %s", exc)
+        return 0
     ids = {_uuid(folder) for folder in folders} - {None}
     kept = existing(ids)  # type: ignore[arg-type]
     stale = [

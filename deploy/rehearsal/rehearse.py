@@ -445,15 +445,33 @@ def check_story(stack: Stack, api: Api) -> tuple[bool, str]:
         "SELECT count(*) FROM drafts_draft d JOIN drafts_ad a ON a.id = d.ad_id WHERE a.id = %s",
         uuid.UUID(started["adId"]),
     )[0][0]
+    evaluated = _evaluate_from_a_worker_host(stack)
     passed = (
         first["status"] == second["status"] == "succeeded"
         and served == ["web1 200/206", "web2 200/206"]
         and drafts == 2
+        and evaluated == 2
     )
     return passed, (
         f"generate {first['status']}, chat {second['status']} through the balancer "
-        f"({asked.status_code} render); audio {', '.join(served)}; {drafts} drafts"
+        f"({asked.status_code} render); audio {', '.join(served)}; {drafts} drafts; "
+        f"evaluate from worker1: {evaluated} cases run by the workers and stored"
     )
+
+
+def _evaluate_from_a_worker_host(stack: Stack) -> int:
+    """``manage.py evaluate`` on a worker host, with two cases of the golden set: its
+    runs go through the broker to the workers. The cases evaluated and stored."""
+    import yaml
+
+    golden = yaml.safe_load((ROOT / "evals" / "golden.yaml").read_text())
+    small = stack.disk("worker1") / "two-cases.yaml"
+    small.write_text(yaml.safe_dump({"name": "rehearsal", "cases": golden["cases"][:2]}))
+    stack.manage("worker1", "evaluate", "--dataset", str(small), "--concurrency", "2")
+    return query(
+        "SELECT count(*) FROM evaluations_evaluationresult r JOIN "
+        "evaluations_evaluationrun e ON e.id = r.run_id WHERE e.dataset_name = 'rehearsal'"
+    )[0][0]
 
 
 def _stream(base: str, token: str, run_id: str, seen: list, after: int = 0) -> None:

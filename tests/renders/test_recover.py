@@ -149,3 +149,22 @@ def test_the_files_of_renders_that_are_gone_are_removed(make_render, media, metr
 
     assert all(default_storage.exists(name) for name in kept)
     assert not any(default_storage.exists(name) for name in removed)
+
+
+def test_a_prune_before_the_first_render_finds_nothing_to_do(media, caplog):
+    """A worker's first sweeps, on a disk no render has written to yet."""
+    assert not (media / "renders").exists()
+
+    assert render_files_prune() == 0
+    assert "Traceback" not in caplog.text
+
+
+def test_a_prune_with_storage_out_of_reach_waits_for_the_next(monkeypatch, caplog):
+    def unreachable(name):
+        raise ConnectionError("the bucket's endpoint is unreachable")
+
+    monkeypatch.setattr("renders.files.default_storage.listdir", unreachable)
+
+    with caplog.at_level(logging.WARNING, logger="renders.files"):
+        assert render_files_prune() == 0
+    assert "could not list the renders folder" in caplog.text
