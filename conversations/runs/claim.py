@@ -74,6 +74,10 @@ _CLAIMED_FIELDS = (
     "resumes",
 )
 RESUME_LIMIT = "resume_limit"
+# How long a worker that lost its database waits to take its own run back. Past the stale
+# limit another worker may take it over once the database is back (this one then stops);
+# until then a worker that outlasts an outage (90 s, say) goes on with no resume counted.
+DATABASE_PATIENCE_S = 120.0
 
 
 def run_claim(*, run_id: uuid.UUID, holder: int | None = None) -> Claim | None:
@@ -300,8 +304,8 @@ def _record_interrupted_call(run: Run) -> None:
 def run_claim_again(*, run_id: uuid.UUID, holder: int) -> Claim | None:
     """The run taken again by the worker that holds it, once the database answers; None
     if another worker has taken it meanwhile, it has ended, or the database stays away
-    longer than a heartbeat may go stale (the recovery sweep resumes it then)."""
-    deadline = time.monotonic() + settings.ADSTUDIO_RUN_STALE_AFTER
+    longer than ``DATABASE_PATIENCE_S`` (the recovery sweep resumes it then)."""
+    deadline = time.monotonic() + max(settings.ADSTUDIO_RUN_STALE_AFTER, DATABASE_PATIENCE_S)
     delay = 0.1
     while True:
         connection.close()  # a broken connection goes back to the pool, which drops it
