@@ -33,7 +33,11 @@ def _log_as_the_web_does(**kwargs) -> None:
 @worker_ready.connect
 def _sweep_in_every_worker(**kwargs) -> None:
     """Every worker process runs the periodic sweeps, one process at a time across the
-    hosts (``adstudio.sweeps``): the first at once, to take up what a dead one left."""
+    hosts (``adstudio.sweeps``): the first at once, to take up what a dead one left; none
+    where ``ADSTUDIO_SWEEPS`` is off."""
+    from django.conf import settings
+
     from adstudio import sweeps
 
-    sweeps.start()
+    if settings.ADSTUDIO_SWEEPS:
+        sweeps.start()

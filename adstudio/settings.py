@@ -378,6 +378,10 @@ ADSTUDIO_QUEUED_RUN_GRACE = env_float("ADSTUDIO_QUEUED_RUN_GRACE", 60.0, minimum
 # Seconds between recovery sweeps (runs and renders) in each worker process, one process at
 # a time across the hosts (adstudio.sweeps): a cheap indexed query each.
 ADSTUDIO_RECOVERY_INTERVAL = env_float("ADSTUDIO_RECOVERY_INTERVAL", 10.0, minimum=1.0)
+# Whether this worker process takes its turn at those sweeps. Off only for a worker that
+# shares the database with workers it must not recover for (another deployment's broker):
+# a sweep sends what it recovers to its own broker.
+ADSTUDIO_SWEEPS = env_bool("ADSTUDIO_SWEEPS", default=True)
 if ADSTUDIO_HEARTBEAT_INTERVAL >= ADSTUDIO_RUN_STALE_AFTER:
     raise ImproperlyConfigured(
         f"ADSTUDIO_HEARTBEAT_INTERVAL ({ADSTUDIO_HEARTBEAT_INTERVAL:g} s) must be shorter than "

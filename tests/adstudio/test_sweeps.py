@@ -69,3 +69,16 @@ def test_the_apps_register_their_recovery_sweeps(settings):
     assert registered["runs"] == settings.ADSTUDIO_RECOVERY_INTERVAL == 10.0
     assert registered["renders"] == settings.ADSTUDIO_RECOVERY_INTERVAL
     assert registered["render-files"] == 3600.0
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_a_ready_worker_sweeps_unless_its_sweeps_are_off(settings, monkeypatch, enabled):
+    from adstudio.celery import _sweep_in_every_worker
+
+    settings.ADSTUDIO_SWEEPS = enabled
+    started: list[bool] = []
+    monkeypatch.setattr(sweeps, "start", lambda: started.append(True))
+
+    _sweep_in_every_worker()
+
+    assert started == ([True] if enabled else [])

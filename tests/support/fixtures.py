@@ -208,6 +208,9 @@ def shared_stack(django_db_setup, tmp_path_factory) -> Iterator[Stack]:
             # Not WORKER_APP: the tests that drop a worker's connections drop their own.
             "PGAPPNAME": "adstudio-test-shared-worker",
             "MEDIA_ROOT": str(directory / "media"),  # scratch tracks, read by the web
+            # It lives through the session, beside the workers the tests start on the same
+            # database: its sweeps would send their runs to its own broker and model server.
+            "ADSTUDIO_SWEEPS": "0",
         },
         name="shared",
     )
