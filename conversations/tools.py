@@ -21,7 +21,13 @@ from pydantic import BaseModel, ValidationError
 from adstudio import observability
 from adstudio.batch import BatchMark, WriteConflict
 from adstudio.tools import Tool, ToolContext, ToolError, ToolResult, WrittenDraft
-from drafts.tools import CREATE_MUSIC_DRAFT, CREATE_SFX_DRAFT, CREATE_VOICE_DRAFT, GET_CURRENT_STATE
+from drafts.tools import (
+    CREATE_MUSIC_DRAFT,
+    CREATE_SFX_DRAFT,
+    CREATE_VOICE_DRAFT,
+    GET_CURRENT_STATE,
+    SET_AD_LENGTH,
+)
 from providers import ToolCall, ToolSpec
 from renders.selectors import measured_speech_seconds
 from voices.tools import SEARCH_VOICES
@@ -46,6 +52,7 @@ TOOLS: tuple[Tool, ...] = (
     CREATE_VOICE_DRAFT,
     CREATE_MUSIC_DRAFT,
     CREATE_SFX_DRAFT,
+    SET_AD_LENGTH,
     dataclasses.replace(GET_CURRENT_STATE, handler=_state_with_measured_speech),
 )
 _BY_NAME = {tool.name: tool for tool in TOOLS}

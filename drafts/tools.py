@@ -1,4 +1,5 @@
-"""The draft-writing tools the creative director calls, and ``get_current_state``.
+"""The draft-writing tools the creative director calls, ``set_ad_length`` (a length the
+person asked for) and ``get_current_state``.
 
 Each create tool takes its arguments as the design words them, normalises them to one
 canonical form and writes a new immutable ``Draft`` version, its payload in the design's
@@ -12,6 +13,7 @@ from __future__ import annotations
 import re
 from typing import Any, Literal
 
+from django.utils import timezone
 from pydantic import Field, field_validator
 
 from adstudio.tools import (
@@ -24,7 +26,7 @@ from adstudio.tools import (
     WrittenDraft,
 )
 from audio.timeline import estimated_script_seconds
-from drafts.models import Draft, DraftKind
+from drafts.models import Ad, Draft, DraftKind
 from drafts.payloads import (
     DEFAULT_SFX_SECONDS,
     MusicVersion,
@@ -105,6 +107,10 @@ class CreateSfxDraftArgs(ToolArgs):
 
 class GetCurrentStateArgs(ToolArgs):
     pass
+
+
+class SetAdLengthArgs(ToolArgs):
+    durationSeconds: int = Field(ge=5, le=120)
 
 
 class DraftWritten(ToolOutput):
@@ -265,6 +271,25 @@ def _check_after_voice(ctx: ToolContext, placements: list[SfxPlacementArgs]) -> 
             )
 
 
+class AdLengthSet(ToolOutput):
+    durationSeconds: int
+    previousSeconds: int
+
+
+def set_ad_length(ctx: ToolContext, args: SetAdLengthArgs) -> dict[str, Any]:
+    """The ad's slot (the brief's ``durationSeconds``) changed because the person asked
+    for another length: drafts written after it are measured against the new slot. The
+    old length stays in the call's recorded result."""
+    previous = ctx.ad.duration_s
+    values = {"duration_s": args.durationSeconds, "updated_at": timezone.now()}
+    if ctx.batch is not None:
+        ctx.batch.update(Ad, ctx.ad.pk, **values)
+    else:
+        Ad.objects.filter(pk=ctx.ad.pk).update(**values)
+    ctx.ad.duration_s = args.durationSeconds  # what the run's later calls measure against
+    return {"durationSeconds": args.durationSeconds, "previousSeconds": previous}
+
+
 def get_current_state(ctx: ToolContext, args: GetCurrentStateArgs) -> dict[str, Any]:
     """Per kind with a draft: the latest version (the design's ``versionId`` and
     ``summary``) and which version is active, if one is."""
@@ -305,6 +330,14 @@ CREATE_SFX_DRAFT = Tool(
     args_model=CreateSfxDraftArgs,
     handler=create_sfx_draft,
     output_model=DraftWritten,
+)
+
+SET_AD_LENGTH = Tool(
+    name="set_ad_length",
+    description="Change the ad's length in seconds, only when the person asks to.",
+    args_model=SetAdLengthArgs,
+    handler=set_ad_length,
+    output_model=AdLengthSet,
 )
 
 GET_CURRENT_STATE = Tool(

@@ -16,10 +16,11 @@ from providers.profiles import PROFILES
 from providers.schemas import wire_tools
 from testbed.fake_openai import turn
 
-# The five schemas, as the SDK serialises them, on every request: issue 20's bar is 700.
-LEAN_BUDGET = 700
+# The six schemas, as the SDK serialises them, on every request: 700 was the bar of the
+# first five; set_ad_length (a length the person asks for) costs 59 of the 705.
+LEAN_BUDGET = 705
 # The strict form closes every object and lists every property: a budget against bloat.
-STRICT_BUDGET = 800
+STRICT_BUDGET = 825  # 800 for the first five; set_ad_length's is 68
 
 
 def wire_text(tools: list[dict[str, Any]]) -> str:
@@ -42,9 +43,9 @@ def nodes(schema: Any):
 
 
 @pytest.mark.parametrize("profile", ["openai", "qwen", "kimi"])
-def test_the_five_tool_schemas_stay_within_their_token_budget(profile):
+def test_the_tool_schemas_stay_within_their_token_budget(profile):
     tools = wire_tools(tool_specs(), inline=PROFILES[profile].inline_schema_defs)
-    assert len(tools) == 5
+    assert len(tools) == 6
     assert count_tokens(wire_text(tools)) <= LEAN_BUDGET
 
 
@@ -114,6 +115,7 @@ STRICT_CALLS = {
             },
         ]
     },
+    "set_ad_length": {"durationSeconds": 20},
     "get_current_state": {},
 }  # fmt: skip
 

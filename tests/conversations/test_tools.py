@@ -43,6 +43,7 @@ def test_specs_are_stable_in_order_and_bytes():
         "create_voice_draft",
         "create_music_draft",
         "create_sfx_draft",
+        "set_ad_length",
         "get_current_state",
     ]
     assert [t.name for t in TOOLS] == names
@@ -217,3 +218,47 @@ def test_the_state_tells_how_long_a_rendered_voices_version_ran(ctx):
     state = execute_tool_call(tool_call("get_current_state"), ctx)
     assert state.content["voices"]["versionId"] == "v2"
     assert "measuredDurationS" not in state.content["voices"]  # v2 is not rendered
+
+
+def test_a_length_the_person_asked_for_changes_the_ads_slot(ctx):
+    from drafts.models import Ad
+
+    ctx.ad.duration_s = 30
+    Ad.objects.filter(pk=ctx.ad.pk).update(duration_s=30)
+    outcome = execute_tool_call(tool_call("set_ad_length", {"durationSeconds": 20}), ctx)
+
+    assert not outcome.is_error, outcome.content
+    assert outcome.content == {"durationSeconds": 20, "previousSeconds": 30}
+    assert Ad.objects.get(pk=ctx.ad.pk).duration_s == 20
+    # A music draft written after it, with no duration of its own, fills the new slot.
+    music_call = execute_tool_call(tool_call("create_music_draft", {"prompt": "calm piano"}), ctx)
+    assert not music_call.is_error
+    assert Draft.objects.get(kind="music").payload["duration"] == 20
+
+
+@pytest.mark.parametrize("seconds", [0, 4, 121, "long"])
+def test_a_length_out_of_range_is_refused_and_the_slot_kept(ctx, seconds):
+    from drafts.models import Ad
+
+    before = Ad.objects.get(pk=ctx.ad.pk).duration_s
+    outcome = execute_tool_call(tool_call("set_ad_length", {"durationSeconds": seconds}), ctx)
+
+    assert outcome.is_error
+    assert "durationSeconds" in outcome.content["error"]
+    assert Ad.objects.get(pk=ctx.ad.pk).duration_s == before
+
+
+def test_a_staged_length_is_written_only_with_the_calls_result(ctx):
+    from adstudio.batch import Batch
+    from drafts.models import Ad
+
+    batch = Batch()
+    staged = ToolContext(ad=ctx.ad, run_id=ctx.run_id, tool_call_id="1:z", batch=batch)
+    before = Ad.objects.get(pk=ctx.ad.pk).duration_s
+
+    outcome = execute_tool_call(tool_call("set_ad_length", {"durationSeconds": 45}), staged)
+
+    assert not outcome.is_error, outcome.content
+    assert Ad.objects.get(pk=ctx.ad.pk).duration_s == before  # staged, not yet written
+    batch.write()
+    assert Ad.objects.get(pk=ctx.ad.pk).duration_s == 45
