@@ -38,7 +38,7 @@ FACETS_CACHE_SECONDS = 300
 # The fields of a compact search result, in the order they are sent to the model.
 # What the model reads of a voice to choose it (the design's fields); locale only where the
 # results mix locales (pt-BR beside pt-PT), since repeating one on every voice tells nothing.
-_COMPACT_FIELDS = ("id", "name", "language", "gender", "accent", "style", "use_case", "locale")
+_COMPACT_FIELDS = ("id", "name", "language", "gender", "age", "accent", "style", "use_case", "locale")
 _WORD = re.compile(r"[^\W_]+")
 _MAX_STYLE_WORDS = 6
 _MAX_PK = 2**63 - 1
@@ -240,9 +240,10 @@ def _style_search_sql(query: VoiceQuery, limit: int) -> tuple[str, list[Any]]:
 
 def compact_voice(values: dict[str, Any], *, locale: bool = False) -> dict[str, str]:
     """The few tokens the model needs per voice, empty fields left out: id, name,
-    language, gender, accent, style (the use case when it has none) and, if asked, locale."""
+    language, gender, age (a cast is asked for "a younger voice"), accent, style (the use
+    case when it has none) and, if asked, locale."""
     record = {"id": str(values["id"])}
-    for name in ("name", "language", "gender", "accent"):
+    for name in ("name", "language", "gender", "age", "accent"):
         if values[name]:
             record[name] = values[name]
     style = values["style"] or values["use_case"]

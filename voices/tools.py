@@ -64,6 +64,7 @@ class VoiceFound(ToolOutput):
     name: str = ""
     language: str = ""
     gender: str = ""
+    age: str = ""
     accent: str = ""
     style: str = ""
     locale: str = Field(default="", description="When the voices found differ in locale.")

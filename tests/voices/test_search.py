@@ -183,13 +183,15 @@ def test_results_are_compact_records(make_voice):
 
     second, first, third = search_voices("th")  # by name: Bare, Somchai, Use
 
-    # The design's fields; not the provider nor a locale every result shares.
+    # The design's fields and the age (a cast asked to sound younger or older); not the
+    # provider nor a locale every result shares.
     assert first == {
         "id": str(voice.pk),
         "name": "Somchai",
         "language": "th",
         "accent": "central",
         "gender": "male",
+        "age": "young",
         "style": "warm",
     }
     # Empty fields are left out: fewer tokens in the tool result.
