@@ -27,7 +27,8 @@ from providers.base import (
     Usage,
     UserMessage,
 )
-from providers.demo_lines import brand_of, lines_for
+from providers.demo_intents import Request, cast_asked, mentions, mood, read_request
+from providers.demo_lines import brand_of, has_lines, lines_for
 
 DEMO_MODEL = "demo-director"
 MIN_DURATION, MAX_DURATION = 10, 60
@@ -96,9 +97,15 @@ class _History:
     last_args: dict[str, dict[str, Any]] = field(default_factory=dict)
     prior_args: dict[str, dict[str, Any]] = field(default_factory=dict)
     voices: list[dict[str, Any]] = field(default_factory=list)
-    # Every voice any search found, by id: its gender.
+    # Every voice any search found, by id: its gender, and its age where the catalogue
+    # has one.
     voice_genders: dict[str, str] = field(default_factory=dict)
+    voice_ages: dict[str, str] = field(default_factory=dict)
     sfx_drafts: int = 0
+    # Every user message, in order (facts asked to be said hold for every later script).
+    user_texts: list[str] = field(default_factory=list)
+    # The ad's length as the latest set_ad_length before this turn left it.
+    slot_s: int | None = None
 
 
 def _result_json(message: ToolResultMessage | None) -> dict[str, Any] | None:
@@ -134,6 +141,7 @@ def _read_history(messages: tuple[Message, ...], *, tools_allowed: bool = True) 
         turn=len(users),
         latest_user=latest_text,
         is_first_turn=parse_brief(latest_text) is not None,
+        user_texts=[messages[i].text for i in users],  # type: ignore[union-attr]
     )
     turn_voices: list[dict[str, Any]] = []
     for index, message in enumerate(messages):
@@ -154,70 +162,42 @@ def _read_history(messages: tuple[Message, ...], *, tools_allowed: bool = True) 
                 found = [v for v in result["voices"] if isinstance(v, dict)]
                 for voice in found:
                     history.voice_genders[str(voice.get("id"))] = str(voice.get("gender", ""))
+                    history.voice_ages[str(voice.get("id"))] = str(voice.get("age", ""))
                 if index > latest:  # this turn's searches, together
                     turn_voices += [v for v in found if v not in turn_voices]
                 else:
                     history.voices = found
             if call.name == "create_sfx_draft":
                 history.sfx_drafts += 1
+            if call.name == "set_ad_length" and index < latest:
+                history.slot_s = int(result.get("durationSeconds") or 0) or history.slot_s
     if turn_voices:
         history.voices = turn_voices
     return history
 
 
-# --- what the user asked for -------------------------------------------------------------
-
-_INTENT_WORDS = {
-    "music": r"music|song|soundtrack|melody|tune|jingle|instrumental|tempo|beat|"
-    r"upbeat|calm|chill|mellow|relaxed|dramatic|playful|acoustic|electronic",
-    "voice": r"voices?|male|female|man|woman|men|women|narrator|speakers?|accent|actor",
-    "energy": r"energy|energetic|exciting|punchy|lively|dynamic|hype",
-    "sfx": r"sfx|sound effects?|effects?|whoosh|chime|jingle sound",
-    "shorter": r"shorter|shorten|too long|trim|cut it down|cut down",
-    "longer": r"longer|lengthen|extend|too short",
-    # "the script is too long": the lines change, not the ad's length
-    "script": r"script|lines?|copy|text|voice-?over|wording",
-    "no_sfx": r"(?:no|without|remove|drop|lose|skip)\s+(?:the\s+|any\s+)?"
-    r"(?:sound\s+)?(?:effects?|sfx)",
-}
-_MOODS = (
-    "upbeat",
-    "calm",
-    "chill",
-    "warm",
-    "happy",
-    "dramatic",
-    "playful",
-    "epic",
-    "relaxed",
-    "festive",
-    "acoustic",
-    "electronic",
-)
+# --- what the user asked for: providers.demo_intents ------------------------------------
 
 
-def _intents(text: str) -> set[str]:
-    lowered = text.lower()
-    found = {
-        intent for intent, words in _INTENT_WORDS.items() if re.search(rf"\b(?:{words})\b", lowered)
-    }
-    if _requested_duration(text) is not None:
-        found.add("duration")
-    return found
+def _brief_request(history: _History) -> str:
+    """What the person asked with the brief: its context, and what they wrote after it
+    (not the client or the audience, whose words are not requests: "women in Seoul")."""
+    first = history.user_texts[0] if history.user_texts else ""
+    free = [
+        line
+        for line in first.splitlines()[1:]
+        if line.partition(":")[0].strip().lower() not in _BRIEF_FIELDS
+    ]
+    return " ".join([history.brief.context, *free]).strip()
 
 
-def _requested_duration(text: str) -> int | None:
-    match = re.search(r"\b(\d{1,3})\s*(?:s|sec|secs|seconds?)\b", text.lower())
-    return int(match.group(1)) if match else None
-
-
-def _requested_gender(text: str) -> str | None:
-    lowered = text.lower()
-    if re.search(r"\b(?:female|woman|women|girl)\b", lowered):
-        return "female"
-    if re.search(r"\b(?:male|man|men|guy)\b", lowered):
-        return "male"
-    return None
+def _facts(history: _History) -> tuple[str, ...]:
+    """Facts asked to be said (a price, a web address), in the brief's context or in any
+    message since: every script from then on says them."""
+    found: list[str] = []
+    for text in (_brief_request(history), *history.user_texts[1:]):
+        found += [fact for fact in mentions(text) if fact not in found]
+    return tuple(found)
 
 
 # --- writing -----------------------------------------------------------------------------
@@ -239,13 +219,19 @@ _SFX_SETS = (
 
 
 def script_lines(
-    brief: Brief, duration: int, *, energetic: bool = False, share: float = SCRIPT_SHARE
+    brief: Brief,
+    duration: int,
+    *,
+    energetic: bool = False,
+    share: float = SCRIPT_SHARE,
+    facts: tuple[str, ...] = (),
 ) -> list[str]:
-    """Lines in the ad's language (``providers.demo_lines``) that take about ``share`` of
-    ``duration`` to say, as the voice tool estimates it (``adstudio.speech``): the first
-    opens with the brand, the last is the call to action naming it. Sentences go to the
-    line with least so far, while one brings the script closer to its target."""
-    bank = lines_for(brief.language)
+    """Lines in the ad's language as its market writes it (``providers.demo_lines``)
+    that take about ``share`` of ``duration`` to say, as the voice tool estimates it
+    (``adstudio.speech``): the first opens with the brand, the last is the call to action
+    naming it and saying the ``facts`` asked for (a price, a web address). Sentences go
+    to the line with least so far, while one brings the script closer to its target."""
+    bank = lines_for(brief.language, brief.market)
     brand = brand_of(brief.client)
 
     def say(text: str) -> float:
@@ -253,7 +239,7 @@ def script_lines(
 
     count = 2 if duration < 20 else 4 if duration < 45 else 6
     opener = bank.opener[energetic].format(brand=brand)
-    cta = bank.cta[energetic].format(brand=brand)
+    cta = " ".join([bank.cta[energetic].format(brand=brand), *facts])
     body: list[list[str]] = [[opener]] + [[] for _ in range(count - 2)]
     seconds = [say(opener)] + [0.0] * (count - 2)
     room = share * duration - sum(seconds) - say(cta)  # to the target
@@ -285,13 +271,23 @@ def _script_share(history: _History, duration: int) -> float:
     return spoken_seconds(text, language=history.brief.language) / duration
 
 
+_AGE_RANK = {"young": 0, "middle aged": 1, "old": 2}
+
+
 def _pick_voices(
-    voices: list[dict[str, Any]], *, gender: str | None = None, avoid: frozenset[str] = frozenset()
+    voices: list[dict[str, Any]],
+    *,
+    gender: str | None = None,
+    age: str | None = None,
+    avoid: frozenset[str] = frozenset(),
 ) -> list[str]:
-    """Two voice ids: the requested gender first, else one female and one male."""
+    """Two voice ids: the requested gender (and age) first, else one female and one male."""
     usable = [v for v in voices if v.get("id") is not None]
     if gender:
         matching = [v for v in usable if v.get("gender") == gender]
+        if age:  # of that age first, then the nearest ages
+            want = _AGE_RANK.get(age, 1)
+            matching.sort(key=lambda v: abs(_AGE_RANK.get(str(v.get("age")), 1) - want))
         fresh = [v for v in matching if str(v["id"]) not in avoid] + [
             v for v in matching if str(v["id"]) in avoid
         ]
@@ -305,57 +301,90 @@ def _pick_voices(
     return ids * 2 if len(ids) == 1 else ids
 
 
-def _swap_asked(text: str) -> bool:
-    """ "Swap the female voice" (one voice for another), not "use male voices" (a new cast)."""
-    lowered = text.lower()
-    return bool(re.search(r"\b(?:swap|replace|change)\b", lowered)) and not re.search(
-        r"\bvoices\b", lowered
-    )
-
-
 def _swap_voices(
-    previous: list[str], found: list[dict[str, Any]], gender: str, genders: dict[str, str]
+    previous: list[str], found: list[dict[str, Any]], history: _History, asked: Request
 ) -> list[str]:
-    """The script's voices with each voice of ``gender`` replaced by another of that
-    gender from the latest search ("swap the female voice"); the others kept. With no
-    voice of that gender in the script, voices of that gender (``_pick_voices``)."""
-    fresh = [
-        str(v["id"])
-        for v in found
-        if v.get("gender") == gender and str(v.get("id")) not in previous
-    ]
-    swapped = [
-        fresh.pop(0) if genders.get(voice_id) == gender and fresh else voice_id
-        for voice_id in previous
-    ]
+    """The script's voices with each voice of the gender asked (any, when none is named)
+    replaced by another of that gender from the latest search, younger or older when the
+    person said so ("the guy sounds too old"); the others kept. With no voice to replace,
+    voices of that gender (``_pick_voices``)."""
+    genders, ages = history.voice_genders, history.voice_ages
+    meant = [v for v in previous if asked.gender in (None, genders.get(v))]
+    swapped = list(previous)
+    for voice_id in meant[:1] if asked.gender is None else meant:
+        gender = genders.get(voice_id)
+        rank = _AGE_RANK.get(ages.get(voice_id, ""), 1)
+        candidates = [
+            v for v in found if v.get("gender") == gender and str(v.get("id")) not in swapped
+        ]
+        if asked.age == "younger":
+            candidates = [v for v in candidates if _AGE_RANK.get(str(v.get("age")), 1) < rank]
+        elif asked.age == "older":
+            candidates = [v for v in candidates if _AGE_RANK.get(str(v.get("age")), 1) > rank]
+        if candidates:
+            swapped = [str(candidates[0]["id"]) if v == voice_id else v for v in swapped]
     if swapped == previous:
-        return _pick_voices(found, gender=gender, avoid=frozenset(previous))
+        age = {"younger": "young", "older": "old"}.get(asked.age or "")
+        return _pick_voices(found, gender=asked.gender, age=age, avoid=frozenset(previous))
     return swapped
 
 
-_CALM_MOODS = {"calm", "chill", "relaxed"}
+_MOOD_WORDS = {1: "upbeat, high-energy", -1: "calm, relaxed", 0: "warm, modern"}
+# Styles a person may name besides the pace ("more upbeat and playful"), kept in the prompt.
+_STYLES = (
+    "playful",
+    "warm",
+    "happy",
+    "dramatic",
+    "epic",
+    "festive",
+    "acoustic",
+    "electronic",
+    "jazzy",
+    "cinematic",
+    "retro",
+    "tropical",
+    "orchestral",
+    "funky",
+    "romantic",
+    "inspiring",
+)
+
+
+def _styles(text: str) -> list[str]:
+    """The styles ``text`` names, not negated ("no jazzy sax")."""
+    lowered = text.lower()
+    return [
+        style
+        for style in _STYLES
+        if re.search(rf"\b{style}\b", lowered)
+        and not re.search(rf"\b(?:no|not|less|without|too)\s+(?:so\s+)?{style}\b", lowered)
+    ]
+
+
+_BPM_STEP = 16
 
 
 def _music_args(
-    brief: Brief, duration: int, text: str, *, energetic: bool, previous: str = ""
-) -> dict[str, Any]:
-    """A music prompt with a tempo: livelier or calmer than ``previous`` (the last music
-    prompt) when the person asked for it, so "more upbeat" is heard, not only read."""
-    moods = [m for m in _MOODS if re.search(rf"\b{m}(?:er)?\b", text.lower())]
-    if energetic and "upbeat" not in moods:
-        moods = ["high-energy", "upbeat", *moods]
-    calm = bool(_CALM_MOODS & set(moods))
-    lively = energetic or "upbeat" in moods
+    brief: Brief, duration: int, *, direction: int, previous: str = "", text: str = ""
+) -> dict:
+    """A music prompt with a tempo: livelier (+1) or calmer (-1) than ``previous`` (the
+    last music prompt) when the person asked for it, in its mood words and its bpm, so the
+    change is heard, not only read; 0 keeps the previous mood and tempo (a new length).
+    Styles named in ``text`` lead ("more upbeat and playful")."""
     old_bpm = re.search(r"(\d{2,3}) bpm", previous)
+    old_mood = re.match(r"(.+?) instrumental background music", previous)
     if old_bpm:
-        bpm = int(old_bpm.group(1)) + (16 if lively else -16 if calm else 0)
+        bpm = int(old_bpm.group(1)) + direction * _BPM_STEP
     else:
-        bpm = 124 if lively else 80 if calm else 100
+        bpm = {1: 124, -1: 80, 0: 100}[direction]
     bpm = max(60, min(170, bpm))
-    mood = ", ".join(moods) if moods else "warm, modern"
+    words = _MOOD_WORDS[direction] if direction or not old_mood else old_mood.group(1).lower()
+    named = [style for style in _styles(text) if style not in words]
+    words = ", ".join([*named, words])
     prompt = (
-        f"{mood.capitalize()} instrumental background music at {bpm} bpm for a "
-        f"{duration}-second radio ad for {brief.client}, aimed at {brief.audience}; "
+        f"{words.capitalize()} instrumental background music at {bpm} bpm for a "
+        f"{duration}-second radio ad for {brief.client}; "
         "no vocals, leaves room for the voice-over"
     )
     return {"prompt": prompt, "duration": duration}
@@ -410,40 +439,47 @@ class DemoProvider:
 def _decide(history: _History, offered: set[str]) -> tuple[list[tuple[str, dict]], str]:
     """The next step: tool calls to make, or the final text of the turn."""
     brief = history.brief
-    text = history.latest_user
-    intents = {"voices", "music", "sfx"} if history.is_first_turn else _intents(text)
+    first = history.is_first_turn
+    asked = Request() if first else read_request(history.latest_user)
     duration = _current_duration(history)
+    slot = _asked_slot(asked, duration)
     share = SCRIPT_SHARE
-    if intents & {"shorter", "longer"} and "script" in intents:
+    if asked.script in ("shorter", "longer"):
         # The lines are resized within the ad; past the slot's bounds the ad itself is.
         current = _script_share(history, duration)
         resized = (
             max(MIN_SCRIPT_SHARE, current * 0.88)
-            if "shorter" in intents
+            if asked.script == "shorter"
             else min(MAX_SCRIPT_SHARE, current * 1.1)
         )
         if abs(resized - current) >= 0.025:  # room within the slot: the ad keeps its length
-            intents = (intents - {"shorter", "longer"}) | {"voice_length"}
             share = resized
-    if "shorter" in intents:
-        duration = max(MIN_DURATION, round(duration * 2 / 3 / 5) * 5)
-    if "longer" in intents:
-        duration = min(MAX_DURATION, round(duration * 1.5 / 5) * 5)
-    if "duration" in intents and not history.is_first_turn:
-        duration = min(MAX_DURATION, max(MIN_DURATION, _requested_duration(text) or duration))
-    energetic = "energy" in intents
+        else:
+            slot = _asked_slot(Request(slot=asked.script), duration)
+    if slot is not None:
+        duration = slot
+    direction = 1 if asked.energy or asked.music == "livelier" else 0
+    direction = -1 if asked.calm or asked.music == "calmer" else direction
+    if first:  # the brief's tone sets the first music's pace
+        direction = mood(brief.context)
+    energetic = asked.energy
 
-    # "music with more energy" is about the music; "more energy" alone is about the whole spot.
-    script_energy = energetic and ("music" not in intents or "voice" in intents)
     wanted: list[str] = []
+    if slot is not None:
+        wanted.append("set_ad_length")
     if (
-        intents & {"voices", "voice", "voice_length", "shorter", "longer", "duration"}
-        or script_energy
+        first
+        or asked.voice_change
+        or asked.script
+        or slot is not None
+        or asked.energy
+        or asked.calm
+        or asked.mentions
     ):
         wanted.append("create_voice_draft")
-    if intents & {"music", "energy", "shorter", "longer", "duration"}:
+    if first or asked.music or slot is not None or asked.energy or asked.calm:
         wanted.append("create_music_draft")
-    if intents & {"sfx", "no_sfx"}:
+    if first or asked.sfx:
         wanted.append("create_sfx_draft")
     if not offered:  # no tool may be called: say what this turn made, or sum up the text
         return [], _summary(history, duration) if history.turn_calls else _notes(history)
@@ -452,19 +488,21 @@ def _decide(history: _History, offered: set[str]) -> tuple[list[tuple[str, dict]
         return [], _clarify(history)
 
     done = [call.name for call, _ in history.turn_calls]
-    gender = _requested_gender(text) if not history.is_first_turn else None
+    cast_gender, cast_age = cast_asked(_brief_request(history)) if first else (asked.gender, None)
     previous_ids = _previous_voice_ids(history)
     needs_search = "create_voice_draft" in wanted and (
-        history.is_first_turn or "voice" in intents or not previous_ids
+        first or asked.voice_change or not previous_ids
     )
     searches = [(c, r) for c, r in history.turn_calls if c.name == "search_voices"]
     if needs_search and "search_voices" in offered:
         if not searches:
             base: dict[str, Any] = {"language": brief.language, "count": 6}
+            if cast_age or asked.age:
+                base["count"] = 12  # the search has no age filter: more to choose from
             if re.fullmatch(r"[A-Za-z]{2}", brief.market):  # the market's own voices
                 base["accent"] = f"{brief.language}-{brief.market.upper()}"
             # A cast of both genders, unless the person named one.
-            genders = [gender] if gender else ["female", "male"]
+            genders = [cast_gender] if cast_gender else ["female", "male"]
             return [("search_voices", {**base, "gender": g}) for g in genders], ""
         if not any(
             result and "error" not in result and result.get("voices") for _, result in searches
@@ -477,18 +515,17 @@ def _decide(history: _History, offered: set[str]) -> tuple[list[tuple[str, dict]
 
     pending = [name for name in wanted if name not in done]
     if pending:
-        voices = history.voices
         calls: list[tuple[str, dict]] = []
         for name in pending:
-            if name == "create_voice_draft":
-                ids = previous_ids
-                if gender and previous_ids and _swap_asked(text):
-                    ids = _swap_voices(previous_ids, voices, gender, history.voice_genders)
-                elif "voice" in intents or history.is_first_turn or not previous_ids:
-                    ids = _pick_voices(voices, gender=gender, avoid=frozenset(previous_ids))
+            if name == "set_ad_length":
+                calls.append((name, {"durationSeconds": duration}))
+            elif name == "create_voice_draft":
+                ids = _voice_ids(history, asked, previous_ids, cast_gender, cast_age)
                 if not ids:
                     continue
-                lines = script_lines(brief, duration, energetic=energetic, share=share)
+                lines = script_lines(
+                    brief, duration, energetic=energetic, share=share, facts=_facts(history)
+                )
                 tracks = [
                     {"voiceId": ids[i % len(ids)], "text": line} for i, line in enumerate(lines)
                 ]
@@ -497,21 +534,57 @@ def _decide(history: _History, offered: set[str]) -> tuple[list[tuple[str, dict]
                 previous = str(
                     (history.last_args.get("create_music_draft") or {}).get("prompt", "")
                 )
-                music = _music_args(brief, duration, text, energetic=energetic, previous=previous)
+                music = _music_args(
+                    brief,
+                    duration,
+                    direction=direction,
+                    previous=previous,
+                    text=_brief_request(history) if first else history.latest_user,
+                )
                 calls.append((name, music))
             elif name == "create_sfx_draft":
-                none = "no_sfx" in intents
+                none = asked.sfx == "none"
                 calls.append((name, {"prompts": []} if none else _sfx_args(history.sfx_drafts)))
         if calls:
             return calls, ""
     return [], _summary(history, duration)
 
 
+def _asked_slot(asked: Request, duration: int) -> int | None:
+    """The ad's new length when the person asked for one ("make it 20 seconds", "make the
+    ad shorter"), None when it stays."""
+    if asked.slot_s is not None:
+        slot = min(MAX_DURATION, max(MIN_DURATION, asked.slot_s))
+    elif asked.slot == "shorter":
+        slot = max(MIN_DURATION, round(duration * 2 / 3 / 5) * 5)
+    elif asked.slot == "longer":
+        slot = min(MAX_DURATION, round(duration * 1.5 / 5) * 5)
+    else:
+        return None
+    return slot if slot != duration else None
+
+
+def _voice_ids(
+    history: _History,
+    asked: Request,
+    previous_ids: list[str],
+    gender: str | None,
+    age: str | None,
+) -> list[str]:
+    """Who reads the new script: the same voices unless the person asked for others."""
+    voices = history.voices
+    if history.is_first_turn or not previous_ids:
+        return _pick_voices(voices, gender=gender, age=age)
+    if asked.voice_swap:
+        return _swap_voices(previous_ids, voices, history, asked)
+    if asked.voice_change:
+        return _pick_voices(voices, gender=asked.gender, avoid=frozenset(previous_ids))
+    return previous_ids
+
+
 def _current_duration(history: _History) -> int:
-    """The ad's length before this turn (its music's), or the brief's."""
-    music = history.prior_args.get("create_music_draft") or {}
-    duration = music.get("duration")
-    return int(duration) if isinstance(duration, int | float) else history.brief.duration
+    """The ad's length before this turn: as set_ad_length left it, or the brief's."""
+    return history.slot_s or history.brief.duration
 
 
 def _previous_voice_ids(history: _History) -> list[str]:
@@ -535,6 +608,11 @@ def _summary(history: _History, duration: int) -> str:
     brief = history.brief
     lines = []
     for call, result in history.turn_calls:
+        if call.name == "set_ad_length" and result and "error" not in result:
+            lines.append(
+                f"- Length: now {result.get('durationSeconds')} s "
+                f"(was {result.get('previousSeconds')} s)."
+            )
         if call.name not in _KIND_NAMES:
             continue
         label = _KIND_NAMES[call.name]
@@ -552,6 +630,11 @@ def _summary(history: _History, duration: int) -> str:
         if history.is_first_turn
         else f"Done: new drafts for your {duration}-second ad for {brief.client}"
     )
+    if not has_lines(brief.language):
+        lines.append(
+            f"- Note: I have no lines in {brief.language} yet, so the script is an English "
+            "placeholder: rewrite it in the ad's language before it airs."
+        )
     return (
         f"{opening} ({brief.language}{', ' + brief.market if brief.market else ''}):\n"
         + "\n".join(lines)

@@ -1,6 +1,7 @@
 """The demo director's script lines, per language: an opener and a call to action naming
-the brand, and short sentences to fill the slot with, calm or energetic. A language
-without lines here gets the English ones (the demo says it is a demo).
+the brand, and short sentences to fill the slot with, calm or energetic. Every language
+of the sample catalogue has its lines; another gets the English ones, and the director's
+reply says so (``has_lines``).
 
 The sentences are generic on purpose (a bank, a noodle, a rail pass) and short, so a
 script can be filled to within a second of its target in whole sentences.
@@ -291,12 +292,289 @@ LINES: dict[str, Lines] = {
             "À ne pas manquer !",
         ),
     ),
+    "it": Lines(
+        opener=("Scopri {brand}.", "Arriva {brand}!"),
+        cta=("Prova {brand} oggi.", "Scegli {brand} adesso!"),
+        calm=(
+            "Pensato per il tuo modo di vivere.",
+            "Facile da iniziare, facile da amare.",
+            "Tutta la famiglia può goderselo.",
+            "Si adatta alla tua giornata.",
+            "Una qualità su cui contare.",
+            "Meno pensieri, più di ciò che conta.",
+            "Pronto in pochi minuti.",
+            "C'è qualcosa per tutti.",
+        ),
+        energetic=(
+            "Fatto per adesso!",
+            "Tanto valore, zero pensieri!",
+            "Ne parlano tutti!",
+            "Si parte in pochi secondi!",
+            "Il tuo nuovo preferito è qui!",
+            "Fai di più, goditi di più!",
+            "Porta tutti con te!",
+            "Non perdertelo!",
+        ),
+    ),
+    "nl": Lines(
+        opener=("Maak kennis met {brand}.", "{brand} is er!"),
+        cta=("Probeer {brand} vandaag nog.", "Haal {brand} nu in huis!"),
+        calm=(
+            "Gemaakt voor jouw manier van leven.",
+            "Makkelijk om mee te beginnen.",
+            "Het hele gezin kan ervan genieten.",
+            "Het past gewoon in je dag.",
+            "Kwaliteit waar je op kunt rekenen.",
+            "Minder gedoe, meer van wat telt.",
+            "In een paar minuten geregeld.",
+            "Er is voor ieder wat wils.",
+        ),
+        energetic=(
+            "Gemaakt voor nu!",
+            "Veel waarde, nul gedoe!",
+            "Iedereen heeft het erover!",
+            "Binnen een paar seconden begonnen!",
+            "Je nieuwe favoriet is er!",
+            "Doe meer, geniet meer!",
+            "Neem iedereen mee!",
+            "Mis het niet!",
+        ),
+    ),
+    "pl": Lines(
+        opener=("Poznaj {brand}.", "{brand} już jest!"),
+        cta=("Wypróbuj {brand} już dziś.", "Wybierz {brand} teraz!"),
+        calm=(
+            "Stworzone dla twojego stylu życia.",
+            "Łatwo zacząć, łatwo polubić.",
+            "Cała rodzina może z tego korzystać.",
+            "Pasuje do każdego dnia.",
+            "Jakość, na której możesz polegać.",
+            "Mniej kłopotu, więcej tego, co ważne.",
+            "Gotowe w kilka minut.",
+            "Każdy znajdzie coś dla siebie.",
+        ),
+        energetic=(
+            "Stworzone na teraz!",
+            "Dużo korzyści, zero kłopotu!",
+            "Wszyscy o tym mówią!",
+            "Zaczynasz w kilka sekund!",
+            "Twój nowy ulubieniec już jest!",
+            "Rób więcej, ciesz się bardziej!",
+            "Zabierz wszystkich ze sobą!",
+            "Nie przegap tego!",
+        ),
+    ),
+    "sv": Lines(
+        opener=("Möt {brand}.", "Nu kommer {brand}!"),
+        cta=("Prova {brand} redan i dag.", "Skaffa {brand} nu!"),
+        calm=(
+            "Gjort för hur du lever.",
+            "Enkelt att börja, lätt att gilla.",
+            "Hela familjen kan njuta av det.",
+            "Det passar in i din vardag.",
+            "Kvalitet du kan lita på.",
+            "Mindre krångel, mer av det som betyder något.",
+            "Klart på några minuter.",
+            "Det finns något för alla.",
+        ),
+        energetic=(
+            "Gjort för just nu!",
+            "Mycket värde, noll krångel!",
+            "Alla pratar om det!",
+            "Kom igång på några sekunder!",
+            "Din nya favorit är här!",
+            "Gör mer, njut mer!",
+            "Ta med alla!",
+            "Missa inte det här!",
+        ),
+    ),
+    "tr": Lines(
+        opener=("{brand} ile tanışın.", "{brand} geldi!"),
+        cta=("{brand} ürününü bugün deneyin.", "{brand} şimdi sizin olsun!"),
+        calm=(
+            "Yaşam tarzınız için tasarlandı.",
+            "Başlaması kolay, sevmesi kolay.",
+            "Tüm aile keyfini çıkarabilir.",
+            "Gününüze kolayca uyum sağlar.",
+            "Güvenebileceğiniz bir kalite.",
+            "Daha az zahmet, daha çok keyif.",
+            "Birkaç dakikada hazır.",
+            "Herkes için bir şey var.",
+        ),
+        energetic=(
+            "Tam da şimdi için!",
+            "Bol avantaj, sıfır zahmet!",
+            "Herkes bundan bahsediyor!",
+            "Saniyeler içinde başlayın!",
+            "Yeni favoriniz geldi!",
+            "Daha fazlasını yapın, daha çok keyif alın!",
+            "Herkesi yanınızda getirin!",
+            "Sakın kaçırmayın!",
+        ),
+    ),
+    "hi": Lines(
+        opener=("मिलिए {brand} से।", "{brand} आ गया है!"),
+        cta=("आज ही {brand} आज़माइए।", "अभी {brand} पाइए!"),
+        calm=(
+            "आपकी ज़िंदगी के लिए बनाया गया।",
+            "शुरू करना आसान, पसंद करना आसान।",
+            "पूरा परिवार इसका आनंद ले सकता है।",
+            "यह आपके हर दिन में घुल-मिल जाता है।",
+            "ऐसी क्वालिटी जिस पर भरोसा कर सकें।",
+            "कम झंझट, ज़्यादा खुशियाँ।",
+            "बस कुछ ही मिनटों में तैयार।",
+            "यहाँ हर किसी के लिए कुछ है।",
+        ),
+        energetic=(
+            "अभी के लिए बना है!",
+            "ज़्यादा फ़ायदा, कोई झंझट नहीं!",
+            "सब इसी की बात कर रहे हैं!",
+            "पलक झपकते शुरू करें!",
+            "आपका नया पसंदीदा आ गया है!",
+            "ज़्यादा करें, ज़्यादा मज़ा लें!",
+            "सबको साथ लाइए!",
+            "मौका मत चूकिए!",
+        ),
+    ),
+    "tl": Lines(
+        opener=("Kilalanin ang {brand}.", "Nandito na ang {brand}!"),
+        cta=("Subukan ang {brand} ngayon.", "Kunin na ang {brand}!"),
+        calm=(
+            "Ginawa para sa paraan ng iyong pamumuhay.",
+            "Madaling simulan, madaling mahalin.",
+            "Masisiyahan ang buong pamilya.",
+            "Bagay na bagay sa araw mo.",
+            "Kalidad na maaasahan mo.",
+            "Mas kaunting abala, mas maraming saya.",
+            "Handa na sa loob ng ilang minuto.",
+            "May para sa lahat.",
+        ),
+        energetic=(
+            "Ginawa para sa ngayon!",
+            "Sulit na sulit, walang abala!",
+            "Pinag-uusapan na ng lahat!",
+            "Simulan sa ilang segundo!",
+            "Nandito na ang bago mong paborito!",
+            "Gumawa ng higit pa, mag-enjoy nang higit pa!",
+            "Isama ang lahat!",
+            "Huwag palampasin!",
+        ),
+    ),
+    "ar": Lines(
+        opener=("تعرّف على {brand}.", "{brand} وصل!"),
+        cta=("جرّب {brand} اليوم.", "احصل على {brand} الآن!"),
+        calm=(
+            "صُمّم ليناسب أسلوب حياتك.",
+            "سهل البدء، وسهل أن تحبه.",
+            "تستمتع به العائلة كلها.",
+            "يناسب يومك بكل بساطة.",
+            "جودة يمكنك الاعتماد عليها.",
+            "عناء أقل، ومتعة أكثر.",
+            "جاهز خلال دقائق.",
+            "فيه شيء للجميع.",
+        ),
+        energetic=(
+            "صُنع من أجل الآن!",
+            "قيمة كبيرة بلا عناء!",
+            "الكل يتحدث عنه!",
+            "ابدأ في ثوانٍ!",
+            "المفضل الجديد لديك وصل!",
+            "افعل أكثر، واستمتع أكثر!",
+            "ادعُ الجميع!",
+            "لا تفوّت الفرصة!",
+        ),
+    ),
+    "ro": Lines(
+        opener=("Descoperă {brand}.", "A sosit {brand}!"),
+        cta=("Încearcă {brand} chiar azi.", "Alege {brand} acum!"),
+        calm=(
+            "Gândit pentru felul în care trăiești.",
+            "Ușor de început, ușor de îndrăgit.",
+            "Toată familia se poate bucura de el.",
+            "Se potrivește perfect în ziua ta.",
+            "O calitate pe care te poți baza.",
+            "Mai puține griji, mai mult din ce contează.",
+            "Gata în doar câteva minute.",
+            "Există ceva pentru fiecare.",
+        ),
+        energetic=(
+            "Făcut pentru acum!",
+            "Valoare mare, zero bătăi de cap!",
+            "Toată lumea vorbește despre asta!",
+            "Începi în câteva secunde!",
+            "Noul tău favorit a sosit!",
+            "Fă mai mult, bucură-te mai mult!",
+            "Adu-i pe toți!",
+            "Nu rata ocazia!",
+        ),
+    ),
+    "cs": Lines(
+        opener=("Seznamte se s {brand}.", "{brand} je tady!"),
+        cta=("Vyzkoušejte {brand} ještě dnes.", "Pořiďte si {brand} hned teď!"),
+        calm=(
+            "Vytvořeno pro váš způsob života.",
+            "Snadno začnete a rychle si oblíbíte.",
+            "Užije si to celá rodina.",
+            "Hodí se do každého dne.",
+            "Kvalita, na kterou se můžete spolehnout.",
+            "Méně starostí, víc toho, na čem záleží.",
+            "Připraveno za pár minut.",
+            "Každý si tu najde to své.",
+        ),
+        energetic=(
+            "Stvořeno pro teď!",
+            "Spousta výhod, žádné starosti!",
+            "Všichni o tom mluví!",
+            "Začnete během pár vteřin!",
+            "Váš nový favorit je tady!",
+            "Dělejte víc, užívejte si víc!",
+            "Vezměte všechny s sebou!",
+            "Nenechte si to ujít!",
+        ),
+    ),
 }
 
+# Traditional characters where the market reads them (Taiwan, Hong Kong, Macau).
+TRADITIONAL_CHINESE = Lines(
+    opener=("認識一下{brand}。", "{brand}來了！"),
+    cta=("今天就試試{brand}。", "現在就選{brand}！"),
+    calm=(
+        "為你的生活而設計。",
+        "上手簡單，越用越喜歡。",
+        "全家人都能享受。",
+        "完美融入你的每一天。",
+        "值得信賴的品質。",
+        "少一點麻煩，多一點精彩。",
+        "幾分鐘就能開始。",
+        "每個人都能找到喜歡的。",
+    ),
+    energetic=(
+        "就是現在！",
+        "超值又省心！",
+        "大家都在討論！",
+        "幾秒鐘就能開始！",
+        "你的新寵來了！",
+        "玩得更多，享受更多！",
+        "叫上所有人！",
+        "千萬別錯過！",
+    ),
+    joiner="",
+)
+_TRADITIONAL_MARKETS = {"TW", "HK", "MO"}
 
-def lines_for(language: str) -> Lines:
-    """The lines of ``language`` (an ISO 639-1 code), or the English ones."""
-    return LINES.get(language.split("-")[0].lower(), LINES["en"])
+
+def lines_for(language: str, market: str = "") -> Lines:
+    """The lines of ``language`` (an ISO 639-1 code) as its ``market`` writes it (Chinese
+    in Traditional characters in Taiwan and Hong Kong), or the English ones for a language
+    without lines here (``has_lines`` says so, for the director to say it)."""
+    code = language.split("-")[0].lower()
+    if code == "zh" and market.strip().upper() in _TRADITIONAL_MARKETS:
+        return TRADITIONAL_CHINESE
+    return LINES.get(code, LINES["en"])
+
+
+def has_lines(language: str) -> bool:
+    return language.split("-")[0].lower() in LINES
 
 
 _POSSESSIVE = re.compile("['\u2019]s$")

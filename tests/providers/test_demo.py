@@ -27,6 +27,7 @@ TOOLS = tuple(
         "create_voice_draft",
         "create_music_draft",
         "create_sfx_draft",
+        "set_ad_length",
         "get_current_state",
     )
 )
@@ -59,6 +60,8 @@ class Tools:
             if not found:
                 return {"error": "no voices match", "suggestion": "drop the gender filter"}
             return {"voices": found[: args.get("count", 10)]}
+        if name == "set_ad_length":
+            return {"durationSeconds": args["durationSeconds"], "previousSeconds": 30}
         kind = {"create_voice_draft": "voices", "create_music_draft": "music"}.get(name, "sfx")
         self.versions[kind] += 1
         version = f"v{self.versions[kind]}"
@@ -150,7 +153,8 @@ def test_first_turn_searches_then_drafts_in_parallel_then_summarises():
         ("th", 30, "พบกับ Spotify Premium"),
         ("zh", 60, "认识一下Spotify Premium。"),
         ("ja", 30, "Spotify Premiumをご紹介します。"),
-        ("it", 30, "Meet Spotify Premium."),  # no lines of its own: English
+        ("it", 30, "Scopri Spotify Premium."),
+        ("fi", 30, "Meet Spotify Premium."),  # no lines of its own: English, and said
     ],
 )
 def test_the_script_is_in_the_ads_language_and_fills_the_slot(language, duration, says):
@@ -390,7 +394,124 @@ def test_calmer_music_slows_down_and_no_sound_effects_is_an_empty_version():
     none, summary = play_turn(history, "No sound effects, please", tools)
 
     assert calls_of(calmer)["create_music_draft"]["prompt"].startswith(
-        "Calm instrumental background music at 84 bpm"
+        "Calm, relaxed instrumental background music at 84 bpm"
     )
     assert calls_of(none) == {"create_sfx_draft": {"prompts": []}}
     assert "Sound effects v2" in summary.message.text
+
+
+AGED_VOICES = [
+    {"id": "31", "name": "Nok", "language": "th", "gender": "female", "age": "young"},
+    {"id": "32", "name": "Pim", "language": "th", "gender": "female", "age": "old"},
+    {"id": "41", "name": "Lek", "language": "th", "gender": "male", "age": "old"},
+    {"id": "42", "name": "Chai", "language": "th", "gender": "male", "age": "middle aged"},
+    {"id": "43", "name": "Ton", "language": "th", "gender": "male", "age": "young"},
+]
+
+
+def _bpm(response: ModelResponse) -> int:
+    prompt = calls_of(response)["create_music_draft"]["prompt"]
+    return int(prompt.split(" bpm")[0].rsplit(" ", 1)[1])
+
+
+@pytest.mark.parametrize(
+    ("message", "step"),
+    [
+        ("Make the music less energetic.", -16),
+        ("Can the music be a little less intense?", -16),
+        ("The music is way too hyper", -16),
+        ("The music sounds too relaxed, more energy", 16),
+        ("Not calm at all please, make the music livelier", 16),
+        ("Mach die Musik ruhiger", -16),
+    ],
+)
+def test_the_music_moves_the_way_the_person_asked(message, step):
+    history: list[Message] = []
+    tools = Tools()
+    _, first, _ = play_turn(history, BRIEF, tools)
+
+    changed, _ = play_turn(history, message, tools)
+
+    assert list(calls_of(changed)) == ["create_music_draft"]
+    assert _bpm(changed) - _bpm(first) == step
+    prompt = calls_of(changed)["create_music_draft"]["prompt"].lower()
+    unwanted = "upbeat" if step < 0 else "calm"
+    assert unwanted not in prompt
+
+
+def test_a_new_length_changes_the_ads_slot_and_redrafts_to_fit():
+    history: list[Message] = []
+    tools = Tools()
+    play_turn(history, BRIEF, tools)
+
+    changed, summary = play_turn(history, "Make it 20 seconds.", tools)
+
+    calls = calls_of(changed)
+    assert calls["set_ad_length"] == {"durationSeconds": 20}
+    assert calls["create_music_draft"]["duration"] == 20
+    lines = [t["text"] for t in calls["create_voice_draft"]["tracks"]]
+    assert sum(spoken_seconds(line, language="th") for line in lines) <= 20
+    assert "create_sfx_draft" not in calls
+    assert "- Length: now 20 s (was 30 s)." in summary.message.text
+    # The next turn measures against the new slot.
+    again, _ = play_turn(history, "Make the music calmer", tools)
+    assert calls_of(again)["create_music_draft"]["duration"] == 20
+
+
+def test_a_fact_asked_for_is_said_in_every_script_after():
+    history: list[Message] = []
+    tools = Tools()
+    play_turn(history, BRIEF, tools)
+
+    asked, _ = play_turn(history, "Mention the price 199 baht", tools)
+    later, _ = play_turn(history, "The script is too long, make it shorter.", tools)
+
+    for response in (asked, later):
+        lines = [t["text"] for t in calls_of(response)["create_voice_draft"]["tracks"]]
+        assert "199 baht" in lines[-1]
+    assert list(calls_of(asked)) == ["create_voice_draft"]
+
+
+def test_a_voice_asked_to_sound_younger_is_swapped_for_a_younger_one():
+    history: list[Message] = []
+    brief = BRIEF.replace("Context: Launch", "Context: An older male voice. Launch")
+    tools = Tools(voices=AGED_VOICES)
+    _, first, _ = play_turn(history, brief, tools)
+    first_ids = [t["voiceId"] for t in calls_of(first)["create_voice_draft"]["tracks"]]
+    assert first_ids[0] == "41"  # the old man, as the brief asked
+
+    search, swapped, _ = play_turn(history, "the guy sounds too old", tools)
+    assert calls_of(search)["search_voices"]["gender"] == "male"
+
+    ids = {t["voiceId"] for t in calls_of(swapped)["create_voice_draft"]["tracks"]}
+    assert "41" not in ids
+    assert ids & {"42", "43"}
+
+
+def test_a_question_to_drop_the_effects_empties_them():
+    history: list[Message] = []
+    tools = Tools()
+    play_turn(history, BRIEF, tools)
+
+    dropped, _ = play_turn(history, "Get rid of the sound effects?", tools)
+
+    assert calls_of(dropped) == {"create_sfx_draft": {"prompts": []}}
+
+
+def test_taiwan_reads_traditional_characters():
+    brief = BRIEF.replace("Language: th", "Language: zh").replace("Market: TH", "Market: TW")
+    history: list[Message] = []
+
+    _, drafts, _ = play_turn(history, brief, Tools([{**v, "language": "zh"} for v in VOICES]))
+
+    text = "".join(t["text"] for t in calls_of(drafts)["create_voice_draft"]["tracks"])
+    assert "認識" in text and "认识" not in text
+
+
+def test_a_language_without_lines_is_an_english_placeholder_said_so():
+    brief = BRIEF.replace("Language: th", "Language: fi")
+    history: list[Message] = []
+
+    *_, summary = play_turn(history, brief, Tools([{**v, "language": "fi"} for v in VOICES]))
+
+    assert "English placeholder" in summary.message.text
