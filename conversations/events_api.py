@@ -23,7 +23,7 @@ from drf_spectacular.utils import (
     extend_schema_field,
 )
 from rest_framework import serializers, status
-from rest_framework.exceptions import ValidationError
+from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.renderers import BaseRenderer, JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -35,6 +35,7 @@ from conversations.api import WAIT_SCHEMA, seconds_param
 from conversations.models import Run, RunEvent, RunStatus
 from conversations.run_event_reads import arun_events_page
 from conversations.selectors import run_events_page, runs_for
+from conversations.stream_access import REVOKED_MESSAGE, ReaderAccess
 
 logger = logging.getLogger(__name__)
 
@@ -144,12 +145,15 @@ class RunEventsView(APIView):
             events, run_status = run_events_page(run_id=run.pk, status=run.status, after=after)
             return Response(events_page(events, run_status, after))
         slot = take_stream_slot(request.user)  # a long poll is a stream that sends once
+        reader = ReaderAccess(request.user, run.pk)
         if isinstance(request._request, ASGIRequest):
-            return _long_poll_response(run, after=after, wait=wait, slot=slot)
+            return _long_poll_response(run, after=after, wait=wait, slot=slot, reader=reader)
         try:
             events, run_status = run_events_page(
-                run_id=run.pk, status=run.status, after=after, wait=wait
+                run_id=run.pk, status=run.status, after=after, wait=wait, interrupted=reader.changed
             )
+            if not reader.allowed():
+                raise NotFound()  # as for anyone else who may not read it
         finally:
             slot.give_back()
         return Response(events_page(events, run_status, after))
@@ -194,6 +198,14 @@ class RunEventStreamView(RunEventsView):
         return _stream_response(request, run, after=after, wait=wait)
 
 
+def access_revoked(run_id) -> str:
+    """A stream's last words when its reader may no longer read the run: an ``error``
+    event (an EventSource that reconnects then gets 404, and stops)."""
+    logger.info("stream of run %s ended: its reader lost access", run_id)
+    data = json.dumps({"code": "access_revoked", "message": REVOKED_MESSAGE})
+    return f"event: error\ndata: {data}\n\n"
+
+
 def events_page(events: list[RunEvent], run_status: str, after: int) -> dict:
     return {
         "runStatus": run_status,
@@ -203,7 +215,7 @@ def events_page(events: list[RunEvent], run_status: str, after: int) -> dict:
 
 
 def _long_poll_response(
-    run: Run, *, after: int, wait: float, slot: StreamSlot
+    run: Run, *, after: int, wait: float, slot: StreamSlot, reader: ReaderAccess
 ) -> StreamingHttpResponse:
     """A ``?wait=`` page under ASGI: the view returns at once, and a coroutine waits for
     the run's events without a thread, then sends the page the synchronous path renders
@@ -212,8 +224,13 @@ def _long_poll_response(
     async def page() -> AsyncIterator[bytes]:
         try:
             events, run_status = await arun_events_page(
-                run_id=run.pk, status=run.status, after=after, wait=wait
+                run_id=run.pk,
+                status=run.status,
+                after=after,
+                wait=wait,
+                interrupted=reader.changed,
             )
+            allowed = await reader.aallowed()
         except DatabaseError:
             # The 200 is out: the body says what happened, whole and in the page's shape.
             logger.warning("long poll of run %s ended: the database did not answer", run.pk)
@@ -221,6 +238,13 @@ def _long_poll_response(
             body = {
                 **events_page([], run.status, after),
                 "error": {"code": "database_unavailable", "message": message},
+            }
+            yield JSONRenderer().render(body)
+            return
+        if not allowed:  # the 200 is out: what was read is not sent, the body says why
+            body = {
+                **events_page([], run.status, after),
+                "error": {"code": "access_revoked", "message": REVOKED_MESSAGE},
             }
             yield JSONRenderer().render(body)
             return
@@ -250,6 +274,7 @@ def _stream_response(request: Request, run: Run, *, after: int, wait: float):
         after=after,
         duration=wait or settings.ADSTUDIO_MAX_WAIT_SECONDS,
         slot=slot,
+        reader=ReaderAccess(request.user, run.pk),
         asynchronous=isinstance(request._request, ASGIRequest),
     )
 
@@ -272,7 +297,13 @@ def sequence_param(raw: str, name: str) -> int:
 
 
 def _event_stream(
-    run: Run, *, after: int, duration: float, slot: StreamSlot, asynchronous: bool = False
+    run: Run,
+    *,
+    after: int,
+    duration: float,
+    slot: StreamSlot,
+    reader: ReaderAccess,
+    asynchronous: bool = False,
 ) -> StreamingHttpResponse:
     """SSE: every event as it is appended, until the run finished and all its events were
     sent, or ``duration`` seconds pass (the client reconnects with Last-Event-ID, after
@@ -281,7 +312,7 @@ def _event_stream(
     Served under ASGI (``asynchronous``) the body is a coroutine's: it waits for the run's
     events without a thread, and each read borrows one for its query. Under WSGI the
     server's thread runs the body, and waits in it."""
-    body = EventStreamBody(run, after=after, duration=duration)
+    body = EventStreamBody(run, after=after, duration=duration, reader=reader)
     # The stream reads with connections of its own, each borrowed for one query: the
     # view's goes back to the pool now, not when the stream ends.
     release_connection()
@@ -310,8 +341,9 @@ def server_sent(event: RunEvent) -> str:
 class EventStreamBody:
     """One event stream's text, as a WSGI thread or an ASGI coroutine sends it."""
 
-    def __init__(self, run: Run, *, after: int, duration: float) -> None:
+    def __init__(self, run: Run, *, after: int, duration: float, reader: ReaderAccess) -> None:
         self.run = run
+        self.reader = reader  # re-checked at each wake-up (``stream_access``)
         self.last = after
         self.run_status = run.status
         self.deadline = time.monotonic() + duration
@@ -334,10 +366,18 @@ class EventStreamBody:
         while time.monotonic() < self.deadline:
             try:
                 events, self.run_status = run_events_page(
-                    run_id=self.run.pk, status=self.run_status, after=self.last, wait=self._wait()
+                    run_id=self.run.pk,
+                    status=self.run_status,
+                    after=self.last,
+                    wait=self._wait(),
+                    interrupted=self.reader.changed,
                 )
+                allowed = self.reader.allowed()
             except DatabaseError:
                 yield database_gone("event stream", self.run.pk)
+                return
+            if not allowed:  # what was read is not sent
+                yield access_revoked(self.run.pk)
                 return
             yield from self._chunks_of(events)
             if not events:
@@ -355,9 +395,14 @@ class EventStreamBody:
                     status=self.run_status,
                     after=self.last,
                     wait=self._wait(ASYNC_KEEPALIVE_S),
+                    interrupted=self.reader.changed,
                 )
+                allowed = await self.reader.aallowed()
             except DatabaseError:
                 yield database_gone("event stream", self.run.pk)
+                return
+            if not allowed:  # what was read is not sent
+                yield access_revoked(self.run.pk)
                 return
             for chunk in self._chunks_of(events):
                 yield chunk

@@ -16,7 +16,7 @@ import asyncio
 import time
 import uuid
 import weakref
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
 from asgiref.sync import sync_to_async
@@ -98,7 +98,12 @@ async def _events_after(reads: _RunReads, run_id: uuid.UUID, after: int) -> list
 
 
 async def arun_events_page(
-    *, run_id: uuid.UUID, status: str, after: int = 0, wait: float = 0
+    *,
+    run_id: uuid.UUID,
+    status: str,
+    after: int = 0,
+    wait: float = 0,
+    interrupted: Callable[[], bool] = lambda: False,
 ) -> tuple[list[RunEvent], str]:
     """``selectors.run_events_page`` for a coroutine (a stream served under ASGI): the
     wait holds no thread, and a read borrows one for its query, shared with the process's
@@ -109,6 +114,6 @@ async def arun_events_page(
             events = await _events_after(reads, run_id, after)
             if events:
                 return events, events[0].run_status
-            if status in RunStatus.finished() or time.monotonic() >= deadline:
+            if status in RunStatus.finished() or time.monotonic() >= deadline or interrupted():
                 return [], status
             await run_wakeups.async_wait(woken, deadline - time.monotonic())

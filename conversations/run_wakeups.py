@@ -25,6 +25,9 @@ from django.db import connections
 logger = logging.getLogger(__name__)
 
 CHANNEL = "adstudio_run_events"
+# What someone may read changed (workspaces/migrations/0003_access_change_notify): the
+# payload is a user id, or "*" for everyone.
+ACCESS_CHANNEL = "adstudio_access"
 POLL_WITHOUT_LISTENER_S = 0.2  # no notifications: read this often
 POLL_WITH_LISTENER_S = 2.0  # notifications: read this often all the same, in case one was lost
 # A coroutine's stream (ASGI) reads less often: a process follows thousands of them, and
@@ -64,6 +67,11 @@ class RunWakeups:
         # nothing was committed since (``generation``).
         self._woken: dict[str, int] = {}
         self._all_woken = 0
+        # Access changes so far, per user and for everyone (and each listener restart,
+        # which may have lost one): a stream re-checks its reader's access when the count
+        # it saw moves (``access_generation``), and only then.
+        self._access_changed: dict[str, int] = {}
+        self._all_access_changed = 0
 
     @contextmanager
     def waiter(self, run_id) -> Iterator[threading.Event]:
@@ -125,6 +133,22 @@ class RunWakeups:
         with self._lock:
             return self._all_woken, self._woken.get(str(run_id), 0)
 
+    def access_generation(self, user_id) -> tuple[int, int]:
+        """Changes whenever ``user_id``'s access may have shrunk (or may have, unheard):
+        a dictionary read, so every wake-up of every stream can look."""
+        with self._lock:
+            return self._all_access_changed, self._access_changed.get(str(user_id), 0)
+
+    def access_changed(self, user_id: str) -> None:
+        """``user_id`` ("*": everyone) may read less now: every waiter wakes and those of
+        that reader re-check (rare: a membership removed, an account deactivated)."""
+        with self._lock:
+            if user_id == "*":
+                self._all_access_changed += 1
+            else:
+                self._access_changed[user_id] = self._access_changed.get(user_id, 0) + 1
+        self._wake_all()
+
     def wake(self, run_id) -> None:
         key = str(run_id)
         with self._lock:
@@ -176,16 +200,21 @@ class RunWakeups:
             try:
                 with psycopg.connect(**params, autocommit=True) as listener:
                     listener.execute(f"LISTEN {CHANNEL}")
+                    listener.execute(f"LISTEN {ACCESS_CHANNEL}")
                     self.listening.set()
                     pause = 0.5
                     while not self._stopping.is_set():
                         for notification in listener.notifies(timeout=1.0):
-                            self.wake(notification.payload)
+                            if notification.channel == ACCESS_CHANNEL:
+                                self.access_changed(notification.payload)
+                            else:
+                                self.wake(notification.payload)
             except Exception as exc:  # the database went away: reconnect; waiters poll
                 logger.warning("run wake-ups: listener stopped (%s); reconnecting", exc)
             finally:
                 self.listening.clear()
-                self._wake_all()  # each goes back to its own polling interval at once
+                self.access_changed("*")  # one may have been lost: every reader re-checks
+                # (and each waiter goes back to its own polling interval at once)
             self._stopping.wait(pause)
             pause = min(pause * 2, RECONNECT_MAX_S)
 

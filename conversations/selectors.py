@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 import uuid
 from collections import defaultdict
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
@@ -78,7 +79,12 @@ EVENTS_PAGE = 500
 
 
 def run_events_page(
-    *, run_id: uuid.UUID, status: str, after: int = 0, wait: float = 0
+    *,
+    run_id: uuid.UUID,
+    status: str,
+    after: int = 0,
+    wait: float = 0,
+    interrupted: Callable[[], bool] = lambda: False,
 ) -> tuple[list[RunEvent], str]:
     """``(events, status)``: the run's events after ``after`` and its status, such that a
     finished status comes with all of its events (up to ``EVENTS_PAGE``).
@@ -88,14 +94,15 @@ def run_events_page(
     status, so no further read is needed: with no new event, the run has not finished
     since ``status`` was read. When there are none yet and the run is unfinished, waits
     up to ``wait`` seconds for some (long polling); the wait ends as soon as the run's
-    next events are committed (``run_wakeups``)."""
+    next events are committed (``run_wakeups``), or a wake-up finds ``interrupted()``
+    (the reader's access changed: ``stream_access``)."""
     deadline = time.monotonic() + wait
     with run_wakeups.waiter(run_id) as woken:
         while True:
             events = _events_after(run_id, after)
             if events:
                 return events, events[0].run_status
-            if status in RunStatus.finished() or time.monotonic() >= deadline:
+            if status in RunStatus.finished() or time.monotonic() >= deadline or interrupted():
                 return [], status
             release_connection()  # a long poll holds a web thread, not a database connection
             run_wakeups.wait(woken, deadline - time.monotonic())

@@ -13,6 +13,7 @@ with ``POST /api/runs/<id>/cancel``.
 from __future__ import annotations
 
 import hashlib
+import json
 import time
 import uuid
 from collections.abc import AsyncIterator, Iterator
@@ -59,6 +60,7 @@ from conversations.services import (
     chat_regenerate,
     chat_send,
 )
+from conversations.stream_access import REVOKED_MESSAGE, ReaderAccess
 from conversations.ui_stream import DONE, FINISH_FIELDS, HEADERS, UIMessageStream, sse
 from drafts.selectors import ads_for
 from workspaces.access import require
@@ -188,7 +190,11 @@ class UIChatView(APIView):
             slot.give_back()
             raise
         return ui_message_stream(
-            run, after=0, slot=slot, asynchronous=isinstance(request._request, ASGIRequest)
+            run,
+            after=0,
+            slot=slot,
+            reader=ReaderAccess(request.user, run.pk),
+            asynchronous=isinstance(request._request, ASGIRequest),
         )
 
 
@@ -265,18 +271,25 @@ class UIChatStreamView(APIView):
             run,
             after=after,
             slot=take_stream_slot(request.user),
+            reader=ReaderAccess(request.user, run.pk),
             asynchronous=isinstance(request._request, ASGIRequest),
         )
 
 
 def ui_message_stream(
-    run: Run, *, after: int, slot: StreamSlot, asynchronous: bool = False
+    run: Run,
+    *,
+    after: int,
+    slot: StreamSlot,
+    reader: ReaderAccess,
+    asynchronous: bool = False,
 ) -> StreamingHttpResponse:
     """The run's UI message stream: its stored events after ``after`` (from its start
-    when 0), then each event as it is stored, until the run's end and ``[DONE]``. Under
-    ASGI (``asynchronous``) the body waits for the run's events without a thread, as the
-    event stream's does (``events_api.EventStreamBody``)."""
-    body = _UIStreamBody(run, after=after)
+    when 0), then each event as it is stored, until the run's end and ``[DONE]``, or an
+    error chunk when its ``reader`` may no longer read it. Under ASGI (``asynchronous``)
+    the body waits for the run's events without a thread, as the event stream's does
+    (``events_api.EventStreamBody``)."""
+    body = _UIStreamBody(run, after=after, reader=reader)
     release_connection()  # the body reads with connections of its own
     if asynchronous:
         content = AsyncHeldStream(body.chunks_async(), slot)
@@ -288,9 +301,13 @@ def ui_message_stream(
     return response
 
 
+ACCESS_REVOKED = f"data: {json.dumps({'type': 'error', 'errorText': REVOKED_MESSAGE})}\n\n"
+
+
 class _UIStreamBody:
-    def __init__(self, run: Run, *, after: int) -> None:
+    def __init__(self, run: Run, *, after: int, reader: ReaderAccess) -> None:
         self.run = run
+        self.reader = reader
         self.resume_after = after  # the last chunk the client has (its Last-Event-ID)
         self.made = 0  # the chunks made so far, sent or not: the next one's id less one
         self.last = 0  # the last event read
@@ -325,12 +342,20 @@ class _UIStreamBody:
         while time.monotonic() < self.deadline:
             try:
                 events, self.run_status = run_events_page(
-                    run_id=self.run.pk, status=self.run_status, after=self.last, wait=KEEPALIVE_S
+                    run_id=self.run.pk,
+                    status=self.run_status,
+                    after=self.last,
+                    wait=KEEPALIVE_S,
+                    interrupted=self.reader.changed,
                 )
                 if any(e.type == RunEventType.RUN_FINISHED for e in events):
                     self.run.refresh_from_db(fields=FINISH_FIELDS)
+                allowed = self.reader.allowed()
             except DatabaseError:  # ended without [DONE]: the client resumes the stream
                 yield database_gone("ui message stream", self.run.pk)
+                return
+            if not allowed:  # what was read is not sent
+                yield ACCESS_REVOKED
                 return
             yield from self._chunks_of(events)
             if self.done:
@@ -351,11 +376,16 @@ class _UIStreamBody:
                     status=self.run_status,
                     after=self.last,
                     wait=ASYNC_KEEPALIVE_S,
+                    interrupted=self.reader.changed,
                 )
                 if any(e.type == RunEventType.RUN_FINISHED for e in events):
                     await sync_to_async(_read_finish, thread_sensitive=False)(self.run)
+                allowed = await self.reader.aallowed()
             except DatabaseError:  # ended without [DONE]: the client resumes the stream
                 yield database_gone("ui message stream", self.run.pk)
+                return
+            if not allowed:  # what was read is not sent
+                yield ACCESS_REVOKED
                 return
             for chunk in self._chunks_of(events):
                 yield chunk
