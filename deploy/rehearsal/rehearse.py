@@ -464,7 +464,7 @@ def _evaluate_from_a_worker_host(stack: Stack) -> int:
     runs go through the broker to the workers. The cases evaluated and stored."""
     import yaml
 
-    golden = yaml.safe_load((ROOT / "evals" / "golden.yaml").read_text())
+    golden = yaml.safe_load((ROOT / "evals" / "dev.yaml").read_text())
     small = stack.disk("worker1") / "two-cases.yaml"
     small.write_text(yaml.safe_dump({"name": "rehearsal", "cases": golden["cases"][:2]}))
     stack.manage("worker1", "evaluate", "--dataset", str(small), "--concurrency", "2")

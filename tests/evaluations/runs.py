@@ -19,7 +19,7 @@ def kept_run(
 ) -> EvaluationRun:
     run = EvaluationRun.objects.create(
         dataset_name="golden",
-        dataset_path="evals/golden.yaml",
+        dataset_path="evals/dev.yaml",
         dataset_hash="a" * 64,
         provider="openai",
         model=model,

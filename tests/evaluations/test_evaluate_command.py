@@ -37,7 +37,7 @@ NUMBERS = {"tokens", "cost_usd", "latency_s", "rounds"}
 @pytest.fixture
 def small_set(tmp_path) -> Path:
     """Two cases of the golden set: a first turn and a refinement."""
-    golden = yaml.safe_load((ROOT / "evals/golden.yaml").read_text())
+    golden = yaml.safe_load((ROOT / "evals/dev.yaml").read_text())
     wanted = {"th-streaming-family-30", "th-streaming-family-30-upbeat-music"}
     cases = [case for case in golden["cases"] if case["name"] in wanted]
     path = tmp_path / "small.yaml"
@@ -124,7 +124,9 @@ def test_a_missed_threshold_exits_1_and_a_comparison_lists_what_changed(catalogu
 @pytest.mark.parametrize(
     ("args", "says"),
     [
-        (["--require", "ScriptInLanguage=2"], "expected NAME=RATE"),
+        (["--require", "ScriptInLanguage=2"], "expected [SET:]NAME=RATE"),
+        (["--require", ":all=1"], "expected [SET:]NAME=RATE"),
+        (["--require", "held_out:all=1"], "--require held_out:...: no set of that name"),
         (["--model", "gpt-4.1"], "--model needs --provider"),
         (["--compare", "not-a-run"], "no such evaluation run"),
         (["--max-cost", "lots"], "expected an amount in USD"),
@@ -166,15 +168,53 @@ def test_the_cost_guard_refuses_a_run_estimated_over_it(db, small_set, settings)
     assert not EvaluationRun.objects.exists() and not Ad.objects.exists()
 
 
-def test_the_demo_director_passes_the_golden_set(catalogue):
-    """The offline gate: every case of evals/golden.yaml, every scorer, on the demo."""
-    evaluate(
-        "--dataset", str(ROOT / "evals/golden.yaml"), "--require", "all=1", "--concurrency", "2"
-    )
+def test_the_demo_director_passes_dev_and_the_held_out_set(catalogue):
+    """The offline gate, each part of the golden set with its own bar: every case of the
+    dev part (tuned to) and 90% of the held-out part (never tuned to), every scorer."""
+    out = evaluate(
+        "--dataset", str(ROOT / "evals/dev.yaml"),
+        "--dataset", str(ROOT / "evals/held_out.yaml"),
+        "--require", "dev:all=1",
+        "--require", "held_out:cases passed=0.9",
+        "--concurrency", "2",
+    )  # fmt: skip
 
-    run = EvaluationRun.objects.get()
-    assert run.thresholds_met is True
-    assert run.summary["cases passed"] == {"passRate": 1.0, "cases": 33}
+    dev = EvaluationRun.objects.get(dataset_name="dev")
+    held_out = EvaluationRun.objects.get(dataset_name="held_out")
+    assert dev.thresholds == {"all": 1.0} and dev.thresholds_met is True
+    assert dev.summary["cases passed"] == {"passRate": 1.0, "cases": 57}
+    assert held_out.thresholds == {"cases passed": 0.9} and held_out.thresholds_met is True
+    assert held_out.summary["cases passed"]["cases"] == 47
+    assert "Finished: dev," in out and "Finished: held_out," in out
+
+
+def test_a_threshold_of_one_set_is_held_against_that_set_only(catalogue, small_set, tmp_path):
+    other = tmp_path / "other.yaml"
+    other.write_text(small_set.read_text().replace("name: small", "name: other"))
+
+    with pytest.raises(CommandError) as missed:
+        evaluate(
+            "--dataset", str(small_set), "--dataset", str(other),
+            "--require", "other:Nothing=0.5", "--require", "rounds=0",
+        )  # fmt: skip
+
+    assert missed.value.returncode == 1
+    assert str(missed.value) == (
+        "thresholds missed: small: rounds: no pass/fail result of that name; "
+        "other: Nothing: no pass/fail result of that name; "
+        "other: rounds: no pass/fail result of that name"
+    )
+    small = EvaluationRun.objects.get(dataset_name="small")
+    assert small.thresholds == {"rounds": 0.0}
+    assert EvaluationRun.objects.get(dataset_name="other").thresholds_met is False
+
+
+def test_two_sets_of_one_name_are_refused(db, small_set):
+    with pytest.raises(CommandError) as refused:
+        evaluate("--dataset", str(small_set), "--dataset", str(small_set))
+    assert refused.value.returncode == 2
+    assert "two sets are named 'small'" in str(refused.value)
+    assert not EvaluationRun.objects.exists()
 
 
 def test_an_llm_judge_scores_brief_fit_only_when_asked(catalogue, small_set, fake_providers):

@@ -11,7 +11,7 @@ from adstudio.languages import normalise_language
 from drafts.api import BriefSerializer
 from evaluations.datasets import InvalidGoldenSet, golden_set, golden_set_hash
 
-GOLDEN = Path(__file__).resolve().parents[2] / "evals" / "golden.yaml"
+GOLDEN = Path(__file__).resolve().parents[2] / "evals" / "dev.yaml"
 
 
 def test_the_golden_set_spans_languages_slots_and_refinements():

@@ -1,8 +1,12 @@
-"""Run a golden set through the director and keep the scores (docs/EVALUATIONS.md).
+"""Run golden sets through the director and keep the scores (docs/EVALUATIONS.md).
 
-    manage.py evaluate --dataset evals/golden.yaml [--provider P] [--model M]
-        [--compare RUN] [--concurrency N] [--max-cost USD] [--require NAME=RATE ...]
-        [--judge P] [--record FILE | --replay FILE]
+    manage.py evaluate --dataset evals/dev.yaml [--dataset evals/held_out.yaml ...]
+        [--provider P] [--model M] [--compare RUN] [--concurrency N] [--max-cost USD]
+        [--require [SET:]NAME=RATE ...] [--judge P] [--record FILE | --replay FILE]
+
+Each set is an evaluation run of its own, reported on its own: the dev part, tuned to,
+and the held-out part, never tuned to, each with its thresholds ("held_out:cases
+passed=0.9"; a threshold without a set's name holds for every set).
 
 Exit status 0 when every threshold is met, 1 when one is missed, 2 when the evaluation
 could not start (a bad set, an unknown provider, a cost estimate over --max-cost).
@@ -28,7 +32,7 @@ import providers
 from conversations.prompts import PROMPT_VERSION
 from evaluations.cases import AdOutcome, CaseInput
 from evaluations.cost import CostEstimate, estimated_cost
-from evaluations.datasets import InvalidGoldenSet, golden_set, golden_set_hash
+from evaluations.datasets import GoldenSet, InvalidGoldenSet, golden_set, golden_set_hash
 from evaluations.judge import BriefFitJudge
 from evaluations.models import EvaluationRun, EvaluationStatus
 from evaluations.runner import CaseFailed, CaseSetup, run_case
@@ -39,19 +43,21 @@ from providers.router import rerouted
 EVALUATION_USER = "adstudio-evaluations"
 
 
-def _threshold(text: str) -> tuple[str, float]:
+def _threshold(text: str) -> tuple[str, str, float]:
+    """``[SET:]NAME=RATE`` as (the set's name or "" for every set, NAME, RATE)."""
     name, sep, rate = text.partition("=")
+    dataset, colon, name = name.rpartition(":") if ":" in name else ("", "", name)
     try:
         value = float(rate.strip().removesuffix("%")) / (100 if rate.strip().endswith("%") else 1)
     except ValueError:
         value = -1.0
-    if not sep or not name.strip() or not 0 <= value <= 1:
+    if not sep or not name.strip() or (colon and not dataset.strip()) or not 0 <= value <= 1:
         raise CommandError(
-            f"--require {text!r}: expected NAME=RATE with a rate from 0 to 1 (or 0% to 100%), "
-            f"e.g. ScriptInLanguage=0.9 or {ALL}=1",
+            f"--require {text!r}: expected [SET:]NAME=RATE with a rate from 0 to 1 (or 0% to "
+            f"100%), e.g. ScriptInLanguage=0.9, {ALL}=1 or 'held_out:cases passed=0.9'",
             returncode=2,
         )
-    return name.strip(), value
+    return dataset.strip(), name.strip(), value
 
 
 def _configured(option: str, provider: str) -> None:
@@ -65,7 +71,12 @@ class Command(BaseCommand):
     help = "Run a golden set of briefs through the director, score each ad, keep the run."
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("--dataset", required=True, help="A golden set, e.g. evals/golden.yaml")
+        parser.add_argument(
+            "--dataset",
+            action="append",
+            required=True,
+            help="A golden set, e.g. evals/dev.yaml; repeatable (each is a run of its own)",
+        )
         parser.add_argument("--provider", choices=providers.PROVIDER_NAMES, default=None)
         parser.add_argument("--model", default="", help="The provider's model (in-process runs)")
         parser.add_argument("--compare", default="", help="An earlier evaluation run's id")
@@ -75,8 +86,9 @@ class Command(BaseCommand):
             "--require",
             action="append",
             default=[],
-            metavar="NAME=RATE",
-            help=f"A scorer's least pass rate (or {ALL}=RATE for every result); repeatable",
+            metavar="[SET:]NAME=RATE",
+            help=f"A scorer's least pass rate (or {ALL}=RATE for every result), in the set "
+            "of that name or in every set; repeatable",
         )
         parser.add_argument("--timeout", type=float, default=600.0, help="Seconds per run")
         parser.add_argument(
@@ -107,18 +119,16 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args, **options) -> None:
-        thresholds = dict(_threshold(t) for t in options["require"])
+        requirements = [_threshold(t) for t in options["require"]]
         if options["concurrency"] < 1:
             raise CommandError("--concurrency must be at least 1", returncode=2)
         max_cost = self._max_cost(options["max_cost"])
-        try:
-            dataset = golden_set(options["dataset"])
-        except InvalidGoldenSet as exc:
-            raise CommandError(str(exc), returncode=2) from None
+        datasets = self._datasets(options["dataset"], requirements, options["compare"])
         recording, reroute = self._recording(options)
         if options["judge"]:
             _configured("--judge", options["judge"])
-            dataset.add_evaluator(BriefFitJudge(provider=options["judge"]))
+            for _path, dataset in datasets:
+                dataset.add_evaluator(BriefFitJudge(provider=options["judge"]))
         provider, model = options["provider"], options["model"]
         if model:
             self._use_model(provider, model)
@@ -127,11 +137,20 @@ class Command(BaseCommand):
         baseline = self._baseline(options["compare"])
         owner = self._owner(options["owner"])
 
-        estimate = estimated_cost(dataset, provider=provider, judge=options["judge"])
-        if options["replay"]:
-            estimate = CostEstimate(turns=estimate.turns, usd=Decimal(0), models=("replay",))
+        estimates = [
+            estimated_cost(dataset, provider=provider, judge=options["judge"])
+            for _path, dataset in datasets
+        ]
+        estimate = CostEstimate(
+            turns=sum(e.turns for e in estimates),
+            usd=Decimal(0) if options["replay"] else sum((e.usd for e in estimates), Decimal(0)),
+            models=("replay",)
+            if options["replay"]
+            else tuple(dict.fromkeys(m for e in estimates for m in e.models)),
+        )
+        cases = sum(len(dataset.cases) for _path, dataset in datasets)
         self.stdout.write(
-            f"{len(dataset.cases)} cases, {estimate.turns} turns on {estimate.describe()}: "
+            f"{cases} cases, {estimate.turns} turns on {estimate.describe()}: "
             f"about ${estimate.usd:.4f} estimated"
         )
         if max_cost is not None and estimate.usd > max_cost:
@@ -141,25 +160,88 @@ class Command(BaseCommand):
                 returncode=2,
             )
 
-        run = EvaluationRun.objects.create(
-            dataset_name=dataset.name or "",
-            dataset_path=options["dataset"],
-            dataset_hash=golden_set_hash(options["dataset"]),
-            provider=provider or ("replay" if options["replay"] else "routed"),
-            model=model or estimate.model,
-            prompt_version=PROMPT_VERSION,
-            git_commit=git_commit(),
-            compared_with=baseline,
-        )
-        self.stdout.write(f"Evaluation run {run.pk}")
         setup = CaseSetup(
             owner=owner,
             provider=provider,
             run_timeout_s=options["timeout"],
             render=options["render"],
         )
+        progress = _Progress(self.stdout, total=cases, max_cost=max_cost)
+        missed: list[str] = []
+        with rerouted(reroute) if reroute else nullcontext():
+            for path, dataset in datasets:
+                run = EvaluationRun.objects.create(
+                    dataset_name=dataset.name or "",
+                    dataset_path=path,
+                    dataset_hash=golden_set_hash(path),
+                    provider=provider or ("replay" if options["replay"] else "routed"),
+                    model=model or estimate.model,
+                    prompt_version=PROMPT_VERSION,
+                    git_commit=git_commit(),
+                    compared_with=baseline,
+                )
+                self.stdout.write(f"Evaluation run {run.pk} ({run.dataset_name})")
+                self._evaluate(run, dataset, setup, progress, options["concurrency"])
+                thresholds = {
+                    name: rate
+                    for wanted, name, rate in requirements
+                    if wanted in ("", run.dataset_name)
+                }
+                status = (
+                    EvaluationStatus.STOPPED
+                    if progress.stopped.is_set()
+                    else EvaluationStatus.FINISHED
+                )
+                run_missed = run_finish(run, status=status, thresholds=thresholds)
+                self._report(run, baseline, run_missed)
+                missed += [f"{run.dataset_name}: {line}" for line in run_missed]
+        if options["record"]:
+            recording.save(options["record"])
+            self.stdout.write(f"Provider responses recorded in {options['record']}")
+        if missed:
+            raise CommandError("thresholds missed: " + "; ".join(missed), returncode=1)
+
+    def _datasets(
+        self, paths: list[str], requirements: list[tuple[str, str, float]], compare: str
+    ) -> list[tuple[str, GoldenSet]]:
+        """Each set loaded and validated before anything runs; thresholds name sets given."""
+        datasets = []
+        for path in paths:
+            try:
+                datasets.append((path, golden_set(path)))
+            except InvalidGoldenSet as exc:
+                raise CommandError(str(exc), returncode=2) from None
+        names = [dataset.name or "" for _path, dataset in datasets]
+        repeated = sorted({name for name in names if names.count(name) > 1})
+        if repeated:
+            raise CommandError(
+                f"--dataset: two sets are named {repeated[0]!r}; each set needs a name of its own",
+                returncode=2,
+            )
+        unknown = sorted({wanted for wanted, _name, _rate in requirements if wanted} - set(names))
+        if unknown:
+            raise CommandError(
+                f"--require {unknown[0]}:...: no set of that name is evaluated "
+                f"(the sets: {', '.join(names)})",
+                returncode=2,
+            )
+        if compare and len(datasets) > 1:
+            raise CommandError(
+                "--compare compares one set's run with an earlier run of it: give one --dataset",
+                returncode=2,
+            )
+        return datasets
+
+    def _evaluate(
+        self,
+        run: EvaluationRun,
+        dataset: GoldenSet,
+        setup: CaseSetup,
+        progress: _Progress,
+        concurrency: int,
+    ) -> None:
+        """Every case of ``dataset`` run and scored, each result kept on ``run``."""
         names = {id(case.inputs): case.name for case in dataset.cases}
-        progress = _Progress(self.stdout, total=len(dataset.cases), max_cost=max_cost)
 
         def run_one(inputs: CaseInput) -> AdOutcome:
             name = names.get(id(inputs), inputs.brief.clientDescription)
@@ -182,18 +264,11 @@ class Command(BaseCommand):
         async def task(inputs: CaseInput) -> AdOutcome:
             return await asyncio.to_thread(run_one, inputs)
 
-        with rerouted(reroute) if reroute else nullcontext():
-            report = asyncio.run(
-                dataset.evaluate(
-                    task,
-                    name=run.dataset_name,
-                    max_concurrency=options["concurrency"],
-                    progress=False,
-                )
+        report = asyncio.run(
+            dataset.evaluate(
+                task, name=run.dataset_name, max_concurrency=concurrency, progress=False
             )
-        if options["record"]:
-            recording.save(options["record"])
-            self.stdout.write(f"Provider responses recorded in {options['record']}")
+        )
         for case in report.cases:
             scores = {
                 name: {"value": result.value, "reason": result.reason or ""}
@@ -217,13 +292,6 @@ class Command(BaseCommand):
                 scores={},
                 error=failure.error_message,
             )
-        status = (
-            EvaluationStatus.STOPPED if progress.stopped.is_set() else EvaluationStatus.FINISHED
-        )
-        missed = run_finish(run, status=status, thresholds=thresholds)
-        self._report(run, baseline, missed)
-        if missed:
-            raise CommandError("thresholds missed: " + "; ".join(missed), returncode=1)
 
     def _recording(self, options) -> tuple[replay.Recording | None, object]:
         """The recording to keep or replay, and how every route becomes it; both are for
