@@ -50,7 +50,7 @@ _PEOPLE = re.compile(
     r"viewers?|shoppers?|users?|commuters?|parents|kids|teens?|teenagers|students)\b",
     re.IGNORECASE,
 )
-_NEGATED_AFTER = re.compile(r"^\s*-?\s*free\b", re.IGNORECASE)  # "vocal-free"
+_NEGATED_AFTER = re.compile(r"\s*-?\s*free\b", re.IGNORECASE)  # "vocal-free"
 _WINDOW_WORDS = 4
 
 
