@@ -89,11 +89,20 @@ def voice_segments(
     return segments, joins
 
 
+def estimated_track_seconds(track: dict[str, Any], *, language: str) -> float:
+    """How long one voice track reads as planned: its text's reading time
+    (``adstudio.speech``) at the track's ``speed`` (a scratch track reads it at that speed,
+    so 0.5 takes twice as long)."""
+    return spoken_seconds(
+        track.get("text", ""), language=language, speed=float(track.get("speed") or 1.0)
+    )
+
+
 def estimated_script_seconds(tracks: list[dict[str, Any]], *, language: str) -> float:
     """How long a voice script runs as planned (the voice tool's estimate): each line's
-    reading time (``adstudio.speech``) placed as a scratch track would place it; the
-    script ends with the last line to end."""
-    lengths = [spoken_seconds(t.get("text", ""), language=language) for t in tracks]
+    reading time at its speed placed as a scratch track would place it; the script ends
+    with the last line to end."""
+    lengths = [estimated_track_seconds(t, language=language) for t in tracks]
     segments, _ = voice_segments(tracks, lengths)
     return round(max((s.end_s for s in segments), default=0.0), 1)
 

@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from drafts.models import DraftKind
 
 KINDS = tuple(DraftKind)  # voices, music, sfx
+AGES = Literal["young", "middle aged", "old"]  # the catalogue's values (Voice.age)
 
 
 class _Strict(BaseModel):
@@ -45,19 +46,36 @@ Direction = Literal[
 ]
 
 
+class VoiceAsk(_Strict):
+    """What the brief or a refinement asks of the cast."""
+
+    gender: Literal["female", "male"] | None = None
+    # "younger"/"older": than the voice(s) it replaces (a refinement's ask).
+    age: Literal["young", "middle aged", "old", "younger", "older"] | None = None
+    # A locale such as "en-GB", or a catalogue accent word such as "british".
+    accent: str | None = Field(default=None, min_length=1, max_length=64)
+
+
 class Refinement(_Strict):
     """A follow-up turn after the first: what the person says, which kinds must get a new
-    version (every other kind must not), and in which direction."""
+    version (every other kind must not), and what the change must do. A refinement that
+    asks nothing checkable beyond its kinds (no direction, voice, slot or mentions) is
+    valid: ``RefinementScope`` still checks it."""
 
     message: str = Field(min_length=1, max_length=4000)
     changes: list[DraftKind] = Field(min_length=1)
-    direction: Direction
+    direction: Direction | None = None
+    voice: VoiceAsk | None = None
+    durationSeconds: int | None = Field(default=None, ge=5, le=120)  # the slot it asks for
+    mentions: list[str] = Field(default_factory=list)  # facts the script must say after it
 
 
 class CaseInput(_Strict):
     brief: Brief
     # Absent: a first-turn case (the brief, then one turn that drafts the ad).
     refinement: Refinement | None = None
+    voice: VoiceAsk | None = None  # what the brief asks of the first cast
+    mentions: list[str] = Field(default_factory=list)  # facts the first script must say
 
 
 class CaseMetadata(_Strict):
@@ -72,6 +90,8 @@ class VoiceFacts(_Strict):
     language: str
     locale: str = ""
     gender: str = ""
+    age: str = ""  # the catalogue's "young", "middle aged" or "old"
+    accent: str = ""  # the catalogue's accent word ("british", "central thai")
 
 
 class TurnOutcome(_Strict):
@@ -99,6 +119,9 @@ class AdOutcome(_Strict):
     language: str  # the ad's canonical language code
     market: str = ""
     duration_s: int
+    # The ad's slot after the first turn (None: the same as ``duration_s``): a refinement
+    # that asks for another length must change it.
+    first_duration_s: int | None = None
     # Each kind's latest payload after the first turn, and after the last (the same for
     # a first-turn case); a kind never drafted is absent.
     first_drafts: dict[str, dict] = Field(default_factory=dict)

@@ -49,12 +49,15 @@ def run_case(inputs: CaseInput, setup: CaseSetup) -> AdOutcome:
     )
     runs = [first]
     first_drafts = _latest_payloads(ad)
+    ad.refresh_from_db(fields=["duration_s"])
+    first_duration_s = ad.duration_s
     if inputs.refinement is not None and first.status == RunStatus.SUCCEEDED:
         refinement = chat_message_send(
             ad=ad, conversation=first.conversation, text=inputs.refinement.message, user=setup.owner
         )
         runs.append(_finished(refinement, setup))
     drafts = _latest_payloads(ad)
+    ad.refresh_from_db()  # a refinement may have changed the brief (its slot)
     measured = _measured_speech(ad, setup) if setup.render else None
     return AdOutcome(
         ad_id=str(ad.pk),
@@ -62,6 +65,7 @@ def run_case(inputs: CaseInput, setup: CaseSetup) -> AdOutcome:
         language=ad.language,
         market=ad.market,
         duration_s=ad.duration_s,
+        first_duration_s=first_duration_s,
         first_drafts=first_drafts,
         drafts=drafts,
         turns=[_turn(run) for run in runs],
@@ -143,10 +147,12 @@ def _voice_facts(*drafts: dict[str, dict]) -> dict[str, VoiceFacts]:
         for track in payloads.get("voices", {}).get("voiceTracks", [])
     }
     numeric = [int(i) for i in ids if i.isascii() and i.isdigit() and len(i) <= 18]
-    rows = Voice.objects.filter(pk__in=numeric).values_list("pk", "language", "locale", "gender")
+    rows = Voice.objects.filter(pk__in=numeric).values_list(
+        "pk", "language", "locale", "gender", "age", "accent"
+    )
     return {
-        str(pk): VoiceFacts(language=language, locale=locale, gender=gender)
-        for pk, language, locale, gender in rows
+        str(pk): VoiceFacts(language=language, locale=locale, gender=gender, age=age, accent=accent)
+        for pk, language, locale, gender, age, accent in rows
     }
 
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from audio.timeline import timeline, voice_segments
+from adstudio.speech import spoken_seconds
+from audio.timeline import estimated_script_seconds, timeline, voice_segments
 
 
 def track(n: int, after: str = "start", overlap: float = 0.0, name: str = "") -> dict:
@@ -113,3 +114,26 @@ def test_what_does_not_fit_is_warned_and_the_length_covers_it():
     ]
     assert made.length_s == 20.0
     assert [s.ref for s in made.segments] == ["track-0", "track-1", "music", "sfx-0"]
+
+
+def test_the_estimate_reads_each_track_at_its_speed():
+    """A track at speed 0.5 takes twice as long; the estimate the voice tool writes and
+    the scorers read is the same one."""
+    line = "One plan for the whole family, everyone with their own account and no ads."
+    tracks = [
+        {"id": "track-0", "text": line, "playAfter": "start", "speed": 1.0},
+        {"id": "track-1", "text": line, "playAfter": "track-0", "speed": 0.5},
+    ]
+    one = spoken_seconds(line, language="en")
+    assert estimated_script_seconds(tracks, language="en") == round(one + 2 * one, 1)
+    tracks[1]["speed"] = 2.0
+    assert estimated_script_seconds(tracks, language="en") == round(one + one / 2, 1)
+    del tracks[1]["speed"]  # absent: 1.0
+    assert estimated_script_seconds(tracks, language="en") == round(2 * one, 1)
+
+
+def test_a_latin_brand_in_a_chinese_line_is_read_as_words():
+    chinese = "认识一下家庭方案。"
+    with_brand = "认识一下Spotify Premium家庭方案。"
+    extra = spoken_seconds(with_brand, language="zh") - spoken_seconds(chinese, language="zh")
+    assert extra == pytest.approx(2 / 2.5)  # two words, not 14 letters (3.1 s)

@@ -30,6 +30,7 @@ PASS_FAIL_NAMES = {
     "music_instrumental",
     "music_length",
     "SfxInsideAd",
+    "SfxUnderSpeech",
 }
 NUMBERS = {"tokens", "cost_usd", "latency_s", "rounds"}
 
