@@ -103,6 +103,9 @@ class TurnOutcome(_Strict):
     new_versions: dict[str, list[int]] = Field(default_factory=dict)  # kind -> versions
     tool_calls: int = 0
     tool_errors: int = 0
+    # Voice searches that matched nothing: not errors of the director's (a market whose
+    # locale the catalogue lacks), counted apart.
+    empty_searches: int = 0
     argument_repairs: int = 0
     rounds: int = 0
     prompt_tokens: int = 0

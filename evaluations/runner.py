@@ -8,6 +8,7 @@ this process where no broker is configured, by the workers where one is.
 
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import dataclass
 
@@ -108,19 +109,31 @@ def _latest_payloads(ad: Ad) -> dict[str, dict]:
     return {r["kind"]: r["payload"] for r in rows if wanted.get(r["kind"]) == r["version"]}
 
 
+def _found_nothing(text: str) -> bool:
+    """A voice search that matched nothing (the market's locale is not in the catalogue,
+    say): information for the director, not a call it got wrong."""
+    try:
+        error = json.loads(text).get("error", "")
+    except (ValueError, AttributeError):
+        return False
+    return isinstance(error, str) and error.startswith("No approved ") and " matches " in error
+
+
 def _turn(run: Run) -> TurnOutcome:
     versions: dict[str, list[int]] = {}
     for kind, version in Draft.objects.filter(run_id=run.pk).values_list("kind", "version"):
         versions.setdefault(kind, []).append(version)
-    calls = errors = repairs = 0
-    for role, tool_calls, is_error in Message.objects.filter(run=run).values_list(
-        "role", "tool_calls", "is_error"
+    calls = errors = repairs = empty_searches = 0
+    for role, tool_calls, is_error, text in Message.objects.filter(run=run).values_list(
+        "role", "tool_calls", "is_error", "text"
     ):
         if role == Role.ASSISTANT:
             calls += len(tool_calls or [])
             repairs += sum(
                 bool(c.get("repaired") or c.get("parse_error")) for c in tool_calls or []
             )
+        elif role == Role.TOOL and is_error and _found_nothing(text):
+            empty_searches += 1
         elif role == Role.TOOL and is_error:
             errors += 1
     waited = (run.finished_at - run.created_at).total_seconds() if run.finished_at else 0.0
@@ -131,6 +144,7 @@ def _turn(run: Run) -> TurnOutcome:
         new_versions={kind: sorted(v) for kind, v in versions.items() if kind in KINDS},
         tool_calls=calls,
         tool_errors=errors,
+        empty_searches=empty_searches,
         argument_repairs=repairs,
         rounds=run.rounds,
         prompt_tokens=run.prompt_tokens,

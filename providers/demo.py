@@ -304,29 +304,45 @@ def _pick_voices(
 def _swap_voices(
     previous: list[str], found: list[dict[str, Any]], history: _History, asked: Request
 ) -> list[str]:
-    """The script's voices with each voice of the gender asked (any, when none is named)
-    replaced by another of that gender from the latest search, younger or older when the
-    person said so ("the guy sounds too old"); the others kept. With no voice to replace,
-    voices of that gender (``_pick_voices``)."""
+    """The script's voices with each voice of the gender asked (one, when none is named)
+    replaced by another of that gender from the latest search: younger or older when the
+    person said so ("the guy sounds too old"; a voice with none so is kept, unless none
+    is, when the first is swapped for the nearest in age). The others are kept. With no
+    voice of that gender in the script, voices of that gender (``_pick_voices``)."""
     genders, ages = history.voice_genders, history.voice_ages
     meant = [v for v in previous if asked.gender in (None, genders.get(v))]
-    swapped = list(previous)
-    for voice_id in meant[:1] if asked.gender is None else meant:
-        gender = genders.get(voice_id)
-        rank = _AGE_RANK.get(ages.get(voice_id, ""), 1)
-        candidates = [
-            v for v in found if v.get("gender") == gender and str(v.get("id")) not in swapped
-        ]
-        if asked.age == "younger":
-            candidates = [v for v in candidates if _AGE_RANK.get(str(v.get("age")), 1) < rank]
-        elif asked.age == "older":
-            candidates = [v for v in candidates if _AGE_RANK.get(str(v.get("age")), 1) > rank]
-        if candidates:
-            swapped = [str(candidates[0]["id"]) if v == voice_id else v for v in swapped]
-    if swapped == previous:
+    if not meant:
         age = {"younger": "young", "older": "old"}.get(asked.age or "")
         return _pick_voices(found, gender=asked.gender, age=age, avoid=frozenset(previous))
+    step = {"younger": -1, "older": 1}.get(asked.age or "", 0)
+    swapped = list(previous)
+    for voice_id in meant[:1] if asked.gender is None else meant:
+        rank = _AGE_RANK.get(ages.get(voice_id, ""), 1)
+        others = [
+            v
+            for v in found
+            if v.get("gender") == genders.get(voice_id) and str(v.get("id")) not in swapped
+        ]
+        if step:  # the asked way only, the furthest that way first
+            others = [v for v in others if step * (_age(v) - rank) > 0]
+            others.sort(key=lambda v: -step * _age(v))
+        if others:
+            swapped = [str(others[0]["id"]) if v == voice_id else v for v in swapped]
+    if swapped == previous:  # none of the age asked for: the nearest other voice
+        rank = _AGE_RANK.get(ages.get(meant[0], ""), 1)
+        others = [
+            v
+            for v in found
+            if v.get("gender") == genders.get(meant[0]) and str(v.get("id")) not in previous
+        ]
+        others.sort(key=lambda v: abs(_age(v) - rank))
+        if others:
+            swapped = [str(others[0]["id"]) if v == meant[0] else v for v in swapped]
     return swapped
+
+
+def _age(voice: dict[str, Any]) -> int:
+    return _AGE_RANK.get(str(voice.get("age")), 1)
 
 
 _MOOD_WORDS = {1: "upbeat, high-energy", -1: "calm, relaxed", 0: "warm, modern"}

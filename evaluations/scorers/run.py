@@ -40,13 +40,18 @@ class RunsSucceeded(Scorer):
 
 @dataclass
 class CleanToolCalls(Scorer):
-    """No tool call refused or failed, and no arguments repaired before they parsed."""
+    """No tool call refused or failed, and no arguments repaired before they parsed. A
+    voice search that matched nothing is not a failed call (the catalogue lacks what the
+    brief's market would have); the reason counts those apart."""
 
     def evaluate(self, ctx: Context) -> EvaluationReason:
         errors = sum(t.tool_errors for t in ctx.output.turns)
         repairs = sum(t.argument_repairs for t in ctx.output.turns)
         calls = sum(t.tool_calls for t in ctx.output.turns)
+        empty = sum(t.empty_searches for t in ctx.output.turns)
         reason = f"{calls} tool calls: {errors} errors, {repairs} argument repairs"
+        if empty:
+            reason += f"; {empty} voice searches found nothing"
         return passed(errors == 0 and repairs == 0, reason)
 
 
