@@ -73,6 +73,7 @@ export interface ToolTypes {
   create_voice_draft: CreateVoiceDraftTypes;
   get_current_state: GetCurrentStateTypes;
   search_voices: SearchVoicesTypes;
+  set_ad_length: SetAdLengthTypes;
 }
 export interface CreateMusicDraftTypes {
   input: CreateMusicDraftArgs;
@@ -239,6 +240,7 @@ export interface VoicesFound {
  */
 export interface VoiceFound {
   accent?: string;
+  age?: string;
   gender?: string;
   id: string;
   language?: string;
@@ -248,6 +250,17 @@ export interface VoiceFound {
   locale?: string;
   name?: string;
   style?: string;
+}
+export interface SetAdLengthTypes {
+  input: SetAdLengthArgs;
+  output: AdLengthSet;
+}
+export interface SetAdLengthArgs {
+  durationSeconds: number;
+}
+export interface AdLengthSet {
+  durationSeconds: number;
+  previousSeconds: number;
 }
 
 type Aliased<T> = { [K in keyof T]: T[K] };
