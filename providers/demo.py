@@ -27,7 +27,7 @@ from providers.base import (
     Usage,
     UserMessage,
 )
-from providers.demo_intents import Request, cast_asked, mentions, mood, read_request
+from providers.demo_intents import Cast, Request, cast_asked, mentions, mood, read_request
 from providers.demo_lines import brand_of, has_lines, lines_for
 
 DEMO_MODEL = "demo-director"
@@ -304,41 +304,32 @@ def _pick_voices(
 def _swap_voices(
     previous: list[str], found: list[dict[str, Any]], history: _History, asked: Request
 ) -> list[str]:
-    """The script's voices with each voice of the gender asked (one, when none is named)
-    replaced by another of that gender from the latest search: younger or older when the
-    person said so ("the guy sounds too old"; a voice with none so is kept, unless none
-    is, when the first is swapped for the nearest in age). The others are kept. With no
-    voice of that gender in the script, voices of that gender (``_pick_voices``)."""
+    """The script's voices with one voice of the gender asked (the first, or the oldest
+    when "too old", the youngest when "too young") replaced by another of that gender from
+    the latest search: younger or older when the person said so, the nearest in age
+    otherwise; the others kept. With no voice of that gender in the script, voices of that
+    gender (``_pick_voices``)."""
     genders, ages = history.voice_genders, history.voice_ages
     meant = [v for v in previous if asked.gender in (None, genders.get(v))]
     if not meant:
         age = {"younger": "young", "older": "old"}.get(asked.age or "")
         return _pick_voices(found, gender=asked.gender, age=age, avoid=frozenset(previous))
     step = {"younger": -1, "older": 1}.get(asked.age or "", 0)
-    swapped = list(previous)
-    for voice_id in meant[:1] if asked.gender is None else meant:
-        rank = _AGE_RANK.get(ages.get(voice_id, ""), 1)
-        others = [
-            v
-            for v in found
-            if v.get("gender") == genders.get(voice_id) and str(v.get("id")) not in swapped
-        ]
-        if step:  # the asked way only, the furthest that way first
-            others = [v for v in others if step * (_age(v) - rank) > 0]
-            others.sort(key=lambda v: -step * _age(v))
-        if others:
-            swapped = [str(others[0]["id"]) if v == voice_id else v for v in swapped]
-    if swapped == previous:  # none of the age asked for: the nearest other voice
-        rank = _AGE_RANK.get(ages.get(meant[0], ""), 1)
-        others = [
-            v
-            for v in found
-            if v.get("gender") == genders.get(meant[0]) and str(v.get("id")) not in previous
-        ]
-        others.sort(key=lambda v: abs(_age(v) - rank))
-        if others:
-            swapped = [str(others[0]["id"]) if v == meant[0] else v for v in swapped]
-    return swapped
+    rank_of = {v: _AGE_RANK.get(ages.get(v, ""), 1) for v in meant}
+    replaced = max(meant, key=lambda v: -step * rank_of[v]) if step else meant[0]
+    others = [
+        v
+        for v in found
+        if v.get("gender") == genders.get(replaced) and str(v.get("id")) not in previous
+    ]
+    # The asked way first (the furthest that way), else the nearest in age.
+    rank = rank_of[replaced]
+    others.sort(
+        key=lambda v: (not step * (_age(v) - rank) > 0, -step * _age(v), abs(_age(v) - rank))
+    )
+    if not others:
+        return previous
+    return [str(others[0]["id"]) if v == replaced else v for v in previous]
 
 
 def _age(voice: dict[str, Any]) -> int:
@@ -381,13 +372,23 @@ def _styles(text: str) -> list[str]:
 _BPM_STEP = 16
 
 
+_OTHER_STYLES = ("bright, acoustic", "modern, electronic", "warm, cinematic", "light, jazzy")
+
+
 def _music_args(
-    brief: Brief, duration: int, *, direction: int, previous: str = "", text: str = ""
+    brief: Brief,
+    duration: int,
+    *,
+    direction: int,
+    previous: str = "",
+    text: str = "",
+    other: int = 0,
 ) -> dict:
     """A music prompt with a tempo: livelier (+1) or calmer (-1) than ``previous`` (the
     last music prompt) when the person asked for it, in its mood words and its bpm, so the
     change is heard, not only read; 0 keeps the previous mood and tempo (a new length).
-    Styles named in ``text`` lead ("more upbeat and playful")."""
+    Styles named in ``text`` lead ("more upbeat and playful"); ``other`` (a turn number)
+    picks another style at the same pace ("a different track")."""
     old_bpm = re.search(r"(\d{2,3}) bpm", previous)
     old_mood = re.match(r"(.+?) instrumental background music", previous)
     if old_bpm:
@@ -396,6 +397,8 @@ def _music_args(
         bpm = {1: 124, -1: 80, 0: 100}[direction]
     bpm = max(60, min(170, bpm))
     words = _MOOD_WORDS[direction] if direction or not old_mood else old_mood.group(1).lower()
+    if other and not direction:
+        words = next(w for n in range(4) if (w := _OTHER_STYLES[(other + n) % 4]) != words)
     named = [style for style in _styles(text) if style not in words]
     words = ", ".join([*named, words])
     prompt = (
@@ -470,7 +473,7 @@ def _decide(history: _History, offered: set[str]) -> tuple[list[tuple[str, dict]
         )
         if abs(resized - current) >= 0.025:  # room within the slot: the ad keeps its length
             share = resized
-        else:
+        elif asked.slot_s is None:  # no room, and no length was named: the ad's changes
             slot = _asked_slot(Request(slot=asked.script), duration)
     if slot is not None:
         duration = slot
@@ -504,7 +507,8 @@ def _decide(history: _History, offered: set[str]) -> tuple[list[tuple[str, dict]
         return [], _clarify(history)
 
     done = [call.name for call, _ in history.turn_calls]
-    cast_gender, cast_age = cast_asked(_brief_request(history)) if first else (asked.gender, None)
+    cast = cast_asked(_brief_request(history)) if first else Cast(gender=asked.gender)
+    cast_gender, cast_age = cast.gender, cast.age
     previous_ids = _previous_voice_ids(history)
     needs_search = "create_voice_draft" in wanted and (
         first or asked.voice_change or not previous_ids
@@ -537,6 +541,8 @@ def _decide(history: _History, offered: set[str]) -> tuple[list[tuple[str, dict]
                 calls.append((name, {"durationSeconds": duration}))
             elif name == "create_voice_draft":
                 ids = _voice_ids(history, asked, previous_ids, cast_gender, cast_age)
+                if first and cast.one_voice:
+                    ids = ids[:1]
                 if not ids:
                     continue
                 lines = script_lines(
@@ -556,6 +562,7 @@ def _decide(history: _History, offered: set[str]) -> tuple[list[tuple[str, dict]
                     direction=direction,
                     previous=previous,
                     text=_brief_request(history) if first else history.latest_user,
+                    other=asked.music == "change" and history.turn,
                 )
                 calls.append((name, music))
             elif name == "create_sfx_draft":
@@ -571,6 +578,9 @@ def _asked_slot(asked: Request, duration: int) -> int | None:
     ad shorter"), None when it stays."""
     if asked.slot_s is not None:
         slot = min(MAX_DURATION, max(MIN_DURATION, asked.slot_s))
+    elif asked.slot_delta_s or asked.slot_factor != 1.0:
+        wanted = round(duration * asked.slot_factor) + asked.slot_delta_s
+        slot = min(MAX_DURATION, max(MIN_DURATION, wanted))
     elif asked.slot == "shorter":
         slot = max(MIN_DURATION, round(duration * 2 / 3 / 5) * 5)
     elif asked.slot == "longer":

@@ -28,7 +28,11 @@ SFX = (
     r"sound ?effects?|effects?|sfx|fx|efectos?|efeitos?|effekte|effets?|efek(?: suara)?|"
     r"whoosh(?:es)?|chimes?|dings?"
 )
-AD = r"ad|spot|commercial|advert|advertisement|whole thing|it"
+AD = r"ad|spot|commercial|advert|advertisement|whole thing|make it|making it"
+# The whole spot, voices and music together ("more punch everywhere").
+EVERYTHING = (
+    r"everything|everywhere|overall|all of it|whole thing|partout|tout|todo|alles|semua|tutto"
+)
 
 # Mood words by the way they move the music: +1 livelier, -1 calmer.
 LIVELY = (
@@ -42,6 +46,12 @@ CALM = (
     r"chill|chilled|quiet|quieter|sleepy|subtle|soothing|laid-?back|tranquila|tranquilo|"
     r"calma|calme|doux|douce|ruhig|ruhiger|langsamer|rustig|rustiger|tenang|pelan|lembut|"
     r"lenta|lento|suave|suaves"
+)
+# Complaints that ask for more life: the music (or the spot) bores.
+DULL = (
+    r"putting me to sleep|puts me to sleep|sends me to sleep|asleep|snooze|snoozefest|boring|"
+    r"dull|flat|lifeless|bland|wake (?:it |things )?up|more life|some life|hotel lobby|"
+    r"elevator music|lift music|mou|molle|aburrida|aburrido|langweilig|lahm|noioso|saai"
 )
 # Before a mood word: the person wants the opposite of it ("less", "not so", "too").
 OPPOSITE = (
@@ -57,13 +67,27 @@ LIVELIER_PHRASES = (
 )
 
 SHORTER = (
-    r"shorter|shorten|too long|trim|cut(?: it)? down|cut back|fewer lines|less text|"
-    r"tighter|tighten|rushed|too much text|too wordy|condense"
+    r"shorter|shorten|too long|trim|cut (?:\w+ ){0,2}down|cut back|fewer lines|fewer words|"
+    r"less text|tighter|tighten|rushed|too much text|too wordy|wordy|too many words|crammed|"
+    r"drags|dragging|rambl\w*|long-winded|breathe|condense"
 )
 LONGER = (
     r"longer|lengthen|extend|too short|add (?:a|an|one|another|more)?\s*(?:line|sentence)s?|"
-    r"add a line or two|more lines|more text|dead air|too empty|fill (?:it|the gap)"
+    r"add a line or two|more lines|more text|dead air|too empty|thin|sparse|"
+    r"say (?:a bit |a little |a lot |something )?more|fill (?:it|the gap)"
 )
+# A length given against the current one: "another 15 seconds", "twice as long".
+_UNIT = r"(?:s|sec|secs|second|seconds)"
+_MORE_SECONDS = re.compile(
+    rf"(?:another|extra|additional|add(?:ing)?|plus)\s+(\d{{1,3}})\s*-?\s*(?:more\s+)?{_UNIT}\b"
+    rf"|(\d{{1,3}})\s*(?:more|extra)\s+{_UNIT}\b"
+)
+_LESS_SECONDS = re.compile(
+    r"(\d{1,3})\s*(?:s|sec|secs|second|seconds)\s+(?:shorter|less)\b"
+    r"|(?:take|cut|shave|trim)\s+(?:off\s+)?(\d{1,3})\s*(?:s|sec|secs|second|seconds)\b"
+)
+_TWICE = re.compile(r"twice as long|double (?:the length|it|the spot|the ad)|2x (?:as )?long")
+_HALF = re.compile(r"half as long|halve (?:it|the length|the spot|the ad)|half the length")
 REMOVE = (
     r"no|without|remove|drop|lose|skip|get rid of|rid of|take (?:\w+ )?(?:all )?out|"
     r"take out|cut|delete|kill|mute|don't want|do not want|none|quitar|quita|sin|ohne|"
@@ -94,8 +118,8 @@ _NUMBER_FACT = re.compile(
 )
 _URL = re.compile(r"\b(?:https?://)?(?:[\w-]+\.)+[a-z]{2,}(?:/[\w./-]*)?\b", re.IGNORECASE)
 _MENTION_LEAD = re.compile(
-    r"\b(?:mention|say|include|add|state|name|call to action|cta|tell them|"
-    r"price|go to|visit|sign up at)\b",
+    r"\b(?:mention|mentions|say|says|said|include|includes|add|state|name|call to action|"
+    r"cta|tell them|make sure|remember|don't forget|price|costs?|go to|visit|sign up at)\b",
     re.IGNORECASE,
 )
 
@@ -127,6 +151,8 @@ class Request:
     calm: bool = False  # the whole spot calmer
     script: str | None = None  # "shorter", "longer" or "change"
     slot_s: int | None = None  # a length in seconds asked for the ad
+    slot_delta_s: int = 0  # seconds asked more (+) or less (-) than the ad's length
+    slot_factor: float = 1.0  # "twice as long": 2.0
     slot: str | None = None  # "shorter" or "longer": the ad itself, no figure given
     sfx: str | None = None  # "none" or "change"
     voice_change: bool = False  # a new cast or a voice swapped
@@ -144,12 +170,20 @@ class Request:
                 self.calm,
                 self.script,
                 self.slot_s,
+                self.slot_delta_s,
+                self.slot_factor != 1.0,
                 self.slot,
                 self.sfx,
                 self.voice_change,
                 self.mentions,
             )
         )
+
+
+_FILLERS = re.compile(
+    r"(?:\s+(?:a bit|a little|a tad|kind of|sort of|rather|quite|very|really|somewhat|"
+    r"slightly|way|bit))+$"
+)
 
 
 def mood(text: str) -> int:
@@ -159,11 +193,12 @@ def mood(text: str) -> int:
     score = 0
     if re.search(CALMER_PHRASES, text):
         score -= 2
-    if re.search(LIVELIER_PHRASES, text):
+    if re.search(LIVELIER_PHRASES, text) or _has(DULL, text):
         score += 2
     for sign, pattern in ((1, LIVELY), (-1, CALM)):
         for match in re.finditer(_words(pattern), text):
-            before = text[max(0, match.start() - 24) : match.start()].rstrip()
+            before = " " + text[max(0, match.start() - 40) : match.start()].rstrip()
+            before = _FILLERS.sub("", before)
             reversed_ = re.search(rf"(?:^|\W)(?:{OPPOSITE})$", before) is not None
             score += -sign if reversed_ else sign
     return (score > 0) - (score < 0)
@@ -204,21 +239,29 @@ def read_request(text: str) -> Request:
     if says_sfx:
         sfx = "none" if _has(REMOVE, plain) else "change"
 
-    seconds = requested_seconds(plain)
+    delta, factor = _relative_length(plain)
+    seconds = requested_seconds(plain) if not (delta or factor != 1.0) else None
     script = slot = None
     shorter, longer = _has(SHORTER, plain), _has(LONGER, plain)
-    if shorter != longer and seconds is None:
-        if says_script or not _has(AD, plain):
+    if shorter != longer and not delta and factor == 1.0:
+        if says_script or not _has(AD, plain) or seconds is not None:
             script = "shorter" if shorter else "longer"
         else:
             slot = "shorter" if shorter else "longer"
 
+    # The music changes when a mood is asked of it, or a change is ("another track"); a
+    # mention alone ("keep the music", "just the voices and the music") changes nothing.
+    everything = (
+        direction != 0
+        and (_has(EVERYTHING, plain) or (says_music and says_voice) or not (says_music or says_sfx))
+        and not says_sfx
+        and not script
+    )
     music = None
-    if says_music:
-        music = {1: "livelier", -1: "calmer"}.get(direction, "change")
-    elif direction and not says_voice and not says_sfx and not script:
-        # "More urgency!", "calm it all down": the whole spot, voices and music.
+    if direction and (says_music or everything):
         music = {1: "livelier", -1: "calmer"}[direction]
+    elif says_music and _has(CHANGE, plain) and not re.search(KEEP, plain):
+        music = "change"
 
     gender = "female" if _has(FEMALE, plain) else "male" if _has(MALE, plain) else None
     age = "younger" if _has(YOUNGER, plain) else "older" if _has(OLDER, plain) else None
@@ -231,10 +274,12 @@ def read_request(text: str) -> Request:
     )
     return Request(
         music=music,
-        energy=direction > 0 and not says_music and not says_sfx and not says_voice,
-        calm=direction < 0 and not says_music and not says_sfx and not says_voice,
+        energy=everything and direction > 0,
+        calm=everything and direction < 0,
         script=script,
         slot_s=seconds,
+        slot_delta_s=delta,
+        slot_factor=factor,
         slot=slot,
         sfx=sfx,
         voice_change=voice_change,
@@ -245,11 +290,43 @@ def read_request(text: str) -> Request:
     )
 
 
-def cast_asked(text: str) -> tuple[str | None, str | None]:
-    """The gender and age ("young", "old") a brief asks of its voice, if it names them."""
+# The music named only to be kept: "keep the music", "just the voices and the music".
+KEEP = (
+    r"\b(?:keep|leave|just|only)\b[^.!?]{0,30}\b(?:music|musik|musica|musique)\b"
+    r"|\b(?:music|musik|musica|musique)\b[^.!?]{0,20}\b(?:alone|as it is|untouched)\b"
+)
+
+
+def _relative_length(text: str) -> tuple[int, float]:
+    """Seconds more (+) or less (-) than the ad's length, and a factor ("twice as long")."""
+    more = _MORE_SECONDS.search(text)
+    if more:
+        return int(more.group(1) or more.group(2)), 1.0
+    less = _LESS_SECONDS.search(text)
+    if less:
+        return -int(less.group(1) or less.group(2)), 1.0
+    if _TWICE.search(text):
+        return 0, 2.0
+    if _HALF.search(text):
+        return 0, 0.5
+    return 0, 1.0
+
+
+@dataclass(frozen=True)
+class Cast:
+    """What a brief asks of its cast: a gender and an age ("young", "old") if it names
+    them, and whether it asks for one voice ("a young female voice")."""
+
+    gender: str | None = None
+    age: str | None = None
+    one_voice: bool = False
+
+
+def cast_asked(text: str) -> Cast:
     plain = normalised(text)
     if not _has(VOICE, plain):
-        return None, None
+        return Cast()
     gender = "female" if _has(FEMALE, plain) else "male" if _has(MALE, plain) else None
     age = "young" if _has(YOUNG, plain) else "old" if _has(OLD, plain) else None
-    return gender, age
+    one = re.search(r"\b(?:a|an|one|single)\b(?:[\w\s-]{0,30})\bvoice\b", plain) is not None
+    return Cast(gender, age, one and not re.search(r"\bvoices\b", plain))
