@@ -221,6 +221,8 @@ ADSTUDIO_BODY_READ_TIMEOUT = env_float("ADSTUDIO_BODY_READ_TIMEOUT", 30.0, minim
 # Streams (event streams, long polls, ui-chat streams) one user may have open at once,
 # across web processes: past it, 429 with Retry-After (adstudio.stream_slots).
 ADSTUDIO_MAX_STREAMS_PER_USER = env_int("ADSTUDIO_MAX_STREAMS_PER_USER", 20, minimum=1)
+# Days an invitation to a workspace stays open before it can no longer be accepted.
+ADSTUDIO_INVITATION_DAYS = env_float("ADSTUDIO_INVITATION_DAYS", 7.0, minimum=0.01)
 # Longest ?wait= a generate/chat/events request may ask for, in seconds.
 ADSTUDIO_MAX_WAIT_SECONDS = 60
 

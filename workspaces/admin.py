@@ -4,11 +4,14 @@ role allows. Being staff opens the admin's door; it grants no power over data.""
 
 from __future__ import annotations
 
-from django.contrib import admin
+from django.contrib import admin, messages
+from django.db.models import Q
 
 from adstudio.admin_readonly import ReadOnlyAdminMixin
+from adstudio.refusals import Refusal
 from workspaces.access import may, scoped
-from workspaces.models import AuditEntry, Membership, Workspace
+from workspaces.invitations import invitation_revoke, invitations_for
+from workspaces.models import AuditEntry, Invitation, Membership, Workspace
 from workspaces.roles import Action
 
 
@@ -74,3 +77,43 @@ class AuditEntryAdmin(WorkspaceScopedAdminMixin, ReadOnlyAdminMixin, admin.Model
     list_filter = ["action", "as_superuser"]
     search_fields = ["target", "user__username"]
     list_select_related = ["workspace", "user"]
+
+
+@admin.register(Invitation)
+class InvitationAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
+    """The invitations of the workspaces whose members you manage, and those addressed to
+    you (accepted or declined through the API, ``/api/invitations/``); an admin revokes
+    an open one here."""
+
+    list_display = ["identifier", "workspace", "role", "status", "invited_by", "expires_at"]
+    list_filter = ["status", "role"]
+    search_fields = ["identifier", "workspace__name"]
+    list_select_related = ["workspace", "invited_by"]
+    actions = ["revoke"]
+
+    def get_queryset(self, request):
+        managed = scoped(
+            Invitation.objects.all(), request.user, action=Action.MANAGE_MEMBERS
+        ).values("pk")
+        mine = invitations_for(request.user).values("pk")
+        return super().get_queryset(request).filter(Q(pk__in=managed) | Q(pk__in=mine))
+
+    def has_revoke_permission(self, request) -> bool:
+        return request.user.has_perm("workspaces.change_invitation")
+
+    @admin.action(description="Revoke the selected open invitations", permissions=["revoke"])
+    def revoke(self, request, queryset):
+        revoked, refused = 0, []
+        for invitation in queryset.select_related("workspace"):
+            if not may(request.user, invitation.workspace_id, Action.MANAGE_MEMBERS):
+                refused.append(f"{invitation.identifier}: you do not manage its members")
+                continue
+            try:
+                invitation_revoke(invitation=invitation, by=request.user)
+                revoked += 1
+            except Refusal as refusal:
+                refused.append(f"{invitation.identifier}: {refusal}")
+        if revoked:
+            self.message_user(request, f"Revoked {revoked} invitation(s).", messages.SUCCESS)
+        for line in refused:
+            self.message_user(request, line, messages.WARNING)

@@ -4,9 +4,7 @@ members, and a workspace never loses its last admin."""
 
 from __future__ import annotations
 
-from django.contrib.auth import get_user_model
-from django.db import IntegrityError
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import extend_schema
 from rest_framework import mixins, serializers, status, viewsets
@@ -16,11 +14,17 @@ from rest_framework.response import Response
 
 from adstudio.serializers import InputSerializer
 from workspaces.access import check
-from workspaces.models import Membership, Workspace
+from workspaces.invitations import (
+    invitation_accept,
+    invitation_decline,
+    invitation_revoke,
+    invitation_send,
+    invitations_for,
+)
+from workspaces.models import Invitation, InvitationKind, InvitationStatus, Membership, Workspace
 from workspaces.roles import Action, Role
 from workspaces.selectors import members_of, workspaces_for
 from workspaces.services import (
-    member_add,
     member_change,
     member_remove,
     workspace_create,
@@ -62,14 +66,51 @@ class MemberSerializer(serializers.ModelSerializer):
 
 
 class MemberInputSerializer(InputSerializer):
-    username = serializers.CharField(max_length=150)
+    """Whom to invite: a username or an email address (one of the two), and the role
+    they will have once they accept."""
+
+    username = serializers.CharField(max_length=150, required=False)
+    email = serializers.EmailField(max_length=254, required=False)
     role = serializers.ChoiceField(choices=Role.choices)
 
-    def validate_username(self, value: str):
-        user = get_user_model().objects.filter(username=value, is_active=True).first()
-        if user is None:
-            raise ValidationError(f"No active user is called {value!r}.")
-        return user
+    def validate(self, attrs: dict) -> dict:
+        given = [name for name in ("username", "email") if attrs.get(name)]
+        if len(given) != 1:
+            raise ValidationError(
+                {"username": "Give a username or an email address (one of the two)."}
+            )
+        return attrs
+
+
+class InvitationSerializer(serializers.ModelSerializer):
+    """An invitation as the workspace's admins see it: whom it names as they wrote it,
+    never whether such an account exists."""
+
+    invitee = serializers.CharField(source="identifier")
+    kind = serializers.ChoiceField(choices=InvitationKind.choices)
+    role = serializers.ChoiceField(choices=Role.choices)
+    status = serializers.ChoiceField(choices=InvitationStatus.choices)
+    invitedBy = serializers.CharField(source="invited_by.username", default="", allow_null=True)
+    createdAt = serializers.DateTimeField(source="created_at")
+    expiresAt = serializers.DateTimeField(source="expires_at")
+
+    class Meta:
+        model = Invitation
+        fields = ["id", "invitee", "kind", "role", "status", "invitedBy", "createdAt", "expiresAt"]
+
+
+class ReceivedInvitationSerializer(serializers.ModelSerializer):
+    """An invitation as its invitee sees it."""
+
+    workspaceId = serializers.UUIDField(source="workspace_id")
+    workspaceName = serializers.CharField(source="workspace.name")
+    role = serializers.ChoiceField(choices=Role.choices)
+    invitedBy = serializers.CharField(source="invited_by.username", default="", allow_null=True)
+    expiresAt = serializers.DateTimeField(source="expires_at")
+
+    class Meta:
+        model = Invitation
+        fields = ["id", "workspaceId", "workspaceName", "role", "invitedBy", "expiresAt"]
 
 
 class MemberRoleSerializer(InputSerializer):
@@ -129,25 +170,32 @@ class MemberViewSet(viewsets.GenericViewSet):
         page = self.paginate_queryset(members_of(workspace=workspace))
         return self.get_paginated_response(MemberSerializer(page, many=True).data)
 
-    @extend_schema(request=MemberInputSerializer, responses={201: MemberSerializer})
+    @extend_schema(
+        request=MemberInputSerializer,
+        responses={202: InvitationSerializer},
+        summary="Invite someone (a username or an email address); they join when they accept",
+    )
     def create(self, request: Request, workspace_id) -> Response:
+        """An invitation, answered the same whether the account exists or not: the
+        invitee becomes a member only by accepting it (``/api/invitations/``)."""
         workspace, as_superuser = self.workspace()
         data = MemberInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        user = data.validated_data["username"]
-        try:
-            membership = member_add(
-                workspace=workspace,
-                user=user,
-                role=data.validated_data["role"],
-                by=request.user,
-                as_superuser=as_superuser,
-            )
-        except IntegrityError:
-            raise ValidationError(
-                {"username": f"{user.username} is a member already; change their role."}
-            ) from None
-        return Response(MemberSerializer(membership).data, status=status.HTTP_201_CREATED)
+        values = data.validated_data
+        kind = InvitationKind.EMAIL if values.get("email") else InvitationKind.USERNAME
+        identifier = values.get("email") or values["username"]
+        if members_of(workspace=workspace).filter(_names(kind, identifier)).exists():
+            # The admins see their members anyway: this tells them nothing new.
+            raise ValidationError({kind: f"{identifier} is a member already; change their role."})
+        invitation = invitation_send(
+            workspace=workspace,
+            kind=kind,
+            identifier=identifier,
+            role=values["role"],
+            by=request.user,
+            as_superuser=as_superuser,
+        )
+        return Response(InvitationSerializer(invitation).data, status=status.HTTP_202_ACCEPTED)
 
     @extend_schema(request=MemberRoleSerializer, responses=MemberSerializer)
     def partial_update(self, request: Request, workspace_id, user_id) -> Response:
@@ -168,4 +216,71 @@ class MemberViewSet(viewsets.GenericViewSet):
         member_remove(
             membership=self.membership(workspace), by=request.user, as_superuser=as_superuser
         )
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+def _names(kind: str, identifier: str) -> Q:
+    """The memberships of the account ``identifier`` names."""
+    if kind == InvitationKind.EMAIL:
+        return Q(user__email__iexact=identifier)
+    return Q(user__username=identifier)
+
+
+class WorkspaceInvitationViewSet(viewsets.GenericViewSet):
+    """A workspace's invitations, for its admins: open ones and their answers; an open
+    one may be revoked."""
+
+    serializer_class = InvitationSerializer
+
+    def workspace(self) -> tuple[Workspace, bool]:
+        workspace = get_object_or_404(
+            workspaces_for(self.request.user), pk=self.kwargs["workspace_id"]
+        )
+        return workspace, check(self.request.user, workspace.my_role, Action.MANAGE_MEMBERS)
+
+    @extend_schema(responses=InvitationSerializer(many=True))
+    def list(self, request: Request, workspace_id) -> Response:
+        workspace, _ = self.workspace()
+        invitations = workspace.invitations.select_related("invited_by").order_by("-created_at")
+        page = self.paginate_queryset(invitations)
+        return self.get_paginated_response(InvitationSerializer(page, many=True).data)
+
+    @extend_schema(request=None, responses={204: None})
+    def destroy(self, request: Request, workspace_id, invitation_id) -> Response:
+        """Revoke an open invitation."""
+        workspace, as_superuser = self.workspace()
+        invitation = get_object_or_404(workspace.invitations, pk=invitation_id)
+        invitation_revoke(invitation=invitation, by=request.user, as_superuser=as_superuser)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class ReceivedInvitationViewSet(viewsets.GenericViewSet):
+    """The open invitations addressed to you: accept one to join its workspace, or
+    decline it. Another person's invitation is not found."""
+
+    serializer_class = ReceivedInvitationSerializer
+
+    def get_queryset(self) -> QuerySet[Invitation]:
+        if getattr(self, "swagger_fake_view", False):
+            return Invitation.objects.none()
+        return invitations_for(self.request.user).order_by("-created_at")
+
+    @extend_schema(responses=ReceivedInvitationSerializer(many=True))
+    def list(self, request: Request) -> Response:
+        page = self.paginate_queryset(self.get_queryset())
+        return self.get_paginated_response(ReceivedInvitationSerializer(page, many=True).data)
+
+    @extend_schema(request=None, responses={200: WorkspaceSerializer})
+    def accept(self, request: Request, invitation_id) -> Response:
+        """Join the workspace with the invitation's role."""
+        invitation = get_object_or_404(self.get_queryset(), pk=invitation_id)
+        membership = invitation_accept(invitation=invitation, user=request.user)
+        workspace = membership.workspace
+        workspace.my_role = membership.role
+        return Response(WorkspaceSerializer(workspace).data)
+
+    @extend_schema(request=None, responses={204: None})
+    def decline(self, request: Request, invitation_id) -> Response:
+        invitation = get_object_or_404(self.get_queryset(), pk=invitation_id)
+        invitation_decline(invitation=invitation, user=request.user)
         return Response(status=status.HTTP_204_NO_CONTENT)

@@ -63,6 +63,83 @@ class Membership(models.Model):
         return f"{self.user} in {self.workspace} ({self.role})"
 
 
+class InvitationStatus(models.TextChoices):
+    PENDING = "pending", "Pending"
+    ACCEPTED = "accepted", "Accepted"
+    DECLINED = "declined", "Declined"
+    REVOKED = "revoked", "Revoked"
+
+
+class InvitationKind(models.TextChoices):
+    USERNAME = "username", "Username"
+    EMAIL = "email", "Email"
+
+
+class Invitation(models.Model):
+    """An admin's invitation to join a workspace with a role: nothing of the invitee's
+    changes until they accept it (``workspaces.invitations``). It names them as the admin
+    wrote it (a username, or an email address, lower-cased), and is answered the same
+    whether such an account exists or not; ``invitee`` is the account it reached, when
+    one did (an email address may find its account only when that person signs up)."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="invitations")
+    kind = models.CharField(max_length=8, choices=InvitationKind.choices)
+    identifier = models.CharField(max_length=254)
+    invitee = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="invitations",
+    )
+    role = models.CharField(max_length=16, choices=Role.choices)
+    status = models.CharField(
+        max_length=8, choices=InvitationStatus.choices, default=InvitationStatus.PENDING
+    )
+    invited_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    expires_at = models.DateTimeField()
+    responded_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [
+            # One open invitation per person per workspace: inviting again answers it.
+            models.UniqueConstraint(
+                fields=["workspace", "kind", "identifier"],
+                condition=Q(status="pending"),
+                name="invitation_one_pending_per_person",
+            ),
+            models.CheckConstraint(condition=Q(role__in=Role.values), name="invitation_role_valid"),
+            models.CheckConstraint(
+                condition=Q(status__in=InvitationStatus.values), name="invitation_status_valid"
+            ),
+            models.CheckConstraint(
+                condition=Q(kind__in=InvitationKind.values) & ~Q(identifier=""),
+                name="invitation_names_someone",
+            ),
+            models.CheckConstraint(
+                condition=Q(status="pending") | Q(responded_at__isnull=False),
+                name="invitation_answered_when",
+            ),
+            models.CheckConstraint(
+                condition=~Q(status="accepted") | Q(invitee__isnull=False),
+                name="invitation_accepted_by_someone",
+            ),
+            models.CheckConstraint(
+                condition=Q(expires_at__gt=models.F("created_at")),
+                name="invitation_expires_after_it_is_made",
+            ),
+        ]
+        indexes = [models.Index(fields=["invitee", "status"], name="invitation_invitee_status")]
+
+    def __str__(self) -> str:
+        return f"{self.identifier} to {self.workspace} ({self.role}, {self.status})"
+
+
 class AuditEntry(models.Model):
     """A change to a workspace's members or ads that is not a draft's activation (those
     are ``drafts.Activation``): who did what to which object, and whether they did it as

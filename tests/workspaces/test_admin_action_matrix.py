@@ -22,7 +22,8 @@ from drafts.services import draft_create
 from tests.support.versions import music
 from voices.catalogue_managers import CATALOGUE_MANAGERS
 from voices.models import Voice
-from workspaces.models import Membership, Workspace
+from workspaces.invitations import invitation_send
+from workspaces.models import Invitation, Membership, Workspace
 from workspaces.roles import Action, Role, allows
 
 pytestmark = pytest.mark.django_db
@@ -64,6 +65,9 @@ ROWS = [
         lambda w: w["approved"], lambda v: not Voice.objects.get(pk=v.pk).approved),
     Row("voices.voice", "delete_selected", "voices.delete_voice", None,
         lambda w: w["approved"], lambda v: not Voice.objects.filter(pk=v.pk).exists()),
+    Row("workspaces.invitation", "revoke", "workspaces.change_invitation",
+        Action.MANAGE_MEMBERS, lambda w: w["invitation"],
+        lambda i: Invitation.objects.get(pk=i.pk).status == "revoked"),
 ]  # fmt: skip
 
 
@@ -98,7 +102,17 @@ def world(django_user_model, user) -> dict:
             Membership.objects.create(workspace=workspace, user=member, role=role)
         staff[name] = member
     staff["superuser"] = django_user_model.objects.create_superuser(username="root")
-    return {"ad": ad, "draft": draft, "run": run, "staff": staff, **voices}
+    invitation = invitation_send(
+        workspace=workspace, kind="username", identifier="newcomer", role=Role.VIEWER, by=user
+    )
+    return {
+        "ad": ad,
+        "draft": draft,
+        "run": run,
+        "staff": staff,
+        "invitation": invitation,
+        **voices,
+    }
 
 
 def takes_effect(row: Row, caller: str, user) -> bool:

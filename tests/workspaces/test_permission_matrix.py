@@ -21,6 +21,7 @@ from drafts.reviewers import REVIEWERS
 from drafts.services import draft_create
 from renders.models import Render
 from tests.support.versions import music, voices
+from workspaces.invitations import invitation_send
 from workspaces.models import AuditEntry, Membership, Workspace
 from workspaces.roles import Action, Role, allows
 
@@ -52,6 +53,7 @@ class World:
     render: Render  # of the latest versions, queued
     colleague_id: int  # a viewer of ``workspace``, whose membership the rows change
     users: dict = field(default_factory=dict)
+    invitation_id: str = ""  # an open invitation to ``workspace``, of nobody among the callers
 
 
 @pytest.fixture
@@ -95,7 +97,21 @@ def world(django_user_model) -> World:
     )
     run = Run.objects.create(conversation=conversation, input_text="again")
     render = Render.objects.create(ad=ad, music=draft)
-    return World(workspace, target, ad, draft, conversation, run, render, colleague.pk, users)
+    invitation = invitation_send(
+        workspace=workspace, kind="username", identifier="newcomer", role=Role.VIEWER, by=None
+    )
+    return World(
+        workspace,
+        target,
+        ad,
+        draft,
+        conversation,
+        run,
+        render,
+        colleague.pk,
+        users,
+        str(invitation.pk),
+    )
 
 
 @dataclass(frozen=True)
@@ -171,8 +187,19 @@ ROWS = [
         body=lambda w: {"name": "New team"}),
     Row("workspace-detail", "get", lambda w: f"/api/workspaces/{w.workspace.pk}/", Action.VIEW),
     Row("workspace-members", "get", members, Action.MANAGE_MEMBERS),
-    Row("workspace-members", "post", members, Action.MANAGE_MEMBERS, 201,
-        body=lambda w: {"username": "newcomer", "role": "editor"}),
+    Row("workspace-members", "post", members, Action.MANAGE_MEMBERS, 202,
+        body=lambda w: {"username": "another-newcomer", "role": "editor"}),
+    Row("workspace-invitations", "get", lambda w: f"/api/workspaces/{w.workspace.pk}/invitations/",
+        Action.MANAGE_MEMBERS),
+    Row("workspace-invitation", "delete",
+        lambda w: f"/api/workspaces/{w.workspace.pk}/invitations/{w.invitation_id}/",
+        Action.MANAGE_MEMBERS, 204),
+    # Addressed to none of the callers: listed for none, found by none.
+    Row("invitations", "get", lambda w: "/api/invitations/", everyone=True),
+    Row("invitation-accept", "post", lambda w: f"/api/invitations/{w.invitation_id}/accept",
+        ok=404, everyone=True),
+    Row("invitation-decline", "post", lambda w: f"/api/invitations/{w.invitation_id}/decline",
+        ok=404, everyone=True),
     Row("workspace-member", "patch", colleague, Action.MANAGE_MEMBERS,
         body=lambda w: {"role": "reviewer"}),
     Row("workspace-member", "delete", colleague, Action.MANAGE_MEMBERS, 204),
