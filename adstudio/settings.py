@@ -9,6 +9,7 @@ Celery tasks executed in-process, and the offline ``demo`` provider. A deploymen
 from __future__ import annotations
 
 import logging
+from datetime import timedelta
 from pathlib import Path
 
 from corsheaders.defaults import default_headers as default_cors_headers
@@ -20,6 +21,7 @@ from adstudio.env import (
     env_float,
     env_int,
     env_list,
+    env_lockout_parameters,
     env_proxy_ssl_header,
     env_rate,
     env_str,
@@ -77,6 +79,7 @@ INSTALLED_APPS = [
     "renders",
     "evaluations",
     "adstudio.observability",  # traces and metrics, when configured (below)
+    "axes",  # failed password logins, and the lockouts they lead to (below)
 ]
 
 MIDDLEWARE = [
@@ -96,7 +99,31 @@ MIDDLEWARE = [
     "adstudio.log_context.RequestLogContextMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # Last, as django-axes asks: a login refused for too many failures answered 429.
+    "axes.middleware.AxesMiddleware",
 ]
+
+# --- Password logins: refused after too many failures (django-axes) -------------------
+# Axes' backend first: it refuses a locked-out login before any password is checked, and
+# counts each failure. The API's tokens are no password logins and pass by neither.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+# Failed logins within the cool-off after which logins are refused; each refused one
+# starts the cool-off again. An operator unlocks at once with `manage.py axes_reset_*`.
+AXES_FAILURE_LIMIT = env_int("ADSTUDIO_LOGIN_FAILURE_LIMIT", 5, minimum=1)
+AXES_COOLOFF_TIME = timedelta(seconds=env_int("ADSTUDIO_LOGIN_COOLOFF_SECONDS", 15 * 60, minimum=1))
+# What failures are counted against: a user name guessed at from many addresses, and an
+# address guessing at many user names, each locked on its own.
+AXES_LOCKOUT_PARAMETERS = env_lockout_parameters("ADSTUDIO_LOGIN_LOCKOUT_BY", "username,ip_address")
+# Off by default: a success clears every failure matching it, so with ip_address counted
+# a guesser holding one valid account would clear its address's count between guesses.
+AXES_RESET_ON_SUCCESS = env_bool("ADSTUDIO_LOGIN_RESET_ON_SUCCESS", default=False)
+# The address as the web server resolved it from its trusted proxies (FORWARDED_ALLOW_IPS);
+# never a header a client could write.
+AXES_CLIENT_IP_CALLABLE = "adstudio.login_lockout.client_address"
+AXES_LOCKOUT_CALLABLE = "adstudio.login_lockout.lockout_response"
 
 ROOT_URLCONF = "adstudio.urls"
 WSGI_APPLICATION = "adstudio.wsgi.application"
