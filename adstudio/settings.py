@@ -14,6 +14,7 @@ from pathlib import Path
 
 from corsheaders.defaults import default_headers as default_cors_headers
 from django.core.exceptions import ImproperlyConfigured
+from django.utils.csp import CSP
 
 from adstudio.env import (
     database_config,
@@ -88,6 +89,9 @@ MIDDLEWARE = [
     # A lost database connection: a read tried once more, else 503 with Retry-After.
     "adstudio.db_outage.DatabaseUnavailableMiddleware",
     "django.middleware.security.SecurityMiddleware",
+    # Content-Security-Policy on every response (below), with a nonce for the pages'
+    # own inline scripts and styles.
+    "django.middleware.csp.ContentSecurityPolicyMiddleware",
     # Static files (the admin's, Swagger UI's) answered before any other work.
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -125,6 +129,30 @@ AXES_RESET_ON_SUCCESS = env_bool("ADSTUDIO_LOGIN_RESET_ON_SUCCESS", default=Fals
 AXES_CLIENT_IP_CALLABLE = "adstudio.login_lockout.client_address"
 AXES_LOCKOUT_CALLABLE = "adstudio.login_lockout.lockout_response"
 
+# --- Content-Security-Policy (Django's own; docs/DEPLOYMENT.md) -------------------------
+# The admin shows what a model wrote (briefs, scripts, tool arguments): a <script> or an
+# event handler that slipped through escaping must not run. Scripts only from this
+# origin or carrying the response's nonce (the admin's, Swagger UI's, the players'); no
+# inline handlers, no eval. Style elements likewise; style attributes are allowed (the
+# players' timeline places its bars with them), as they run nothing and load only what
+# img-src allows. data: images: the icons inside Swagger UI's and the admin's CSS.
+CONTENT_SECURITY_POLICY = {
+    "default-src": [CSP.SELF],
+    "script-src": [CSP.SELF, CSP.NONCE],
+    "style-src": [CSP.SELF, CSP.NONCE],
+    "style-src-attr": [CSP.UNSAFE_INLINE],
+    "img-src": [CSP.SELF, "data:"],
+    "object-src": [CSP.NONE],
+    "base-uri": [CSP.NONE],
+    "form-action": [CSP.SELF],
+    "frame-ancestors": [CSP.NONE],
+}
+# 1: browsers report what the policy would block (in their console) and block nothing,
+# to try a change of policy on a live site before enforcing it.
+ADSTUDIO_CSP_REPORT_ONLY = env_bool("ADSTUDIO_CSP_REPORT_ONLY", default=False)
+SECURE_CSP = {} if ADSTUDIO_CSP_REPORT_ONLY else CONTENT_SECURITY_POLICY
+SECURE_CSP_REPORT_ONLY = CONTENT_SECURITY_POLICY if ADSTUDIO_CSP_REPORT_ONLY else {}
+
 ROOT_URLCONF = "adstudio.urls"
 WSGI_APPLICATION = "adstudio.wsgi.application"
 ASGI_APPLICATION = "adstudio.asgi.application"
@@ -139,6 +167,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "django.template.context_processors.csp",  # csp_nonce, for the admin too
             ],
         },
     },
