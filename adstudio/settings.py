@@ -286,6 +286,21 @@ CORS_URLS_REGEX = r"^/api/.*$"
 # A web client on another origin sends these besides the defaults: its retries' key, and
 # an EventSource's resume point.
 CORS_ALLOW_HEADERS = (*default_cors_headers, "idempotency-key", "last-event-id")
+# What such a client may read of our answers besides the headers every browser shows
+# (Content-Type, Content-Length, Cache-Control...): when to retry (429, 503), where a new
+# run is, the request's id for a support ticket, why a token was refused, and the audio
+# link's ranges, validator and file name, and the AI SDK transport's protocol header.
+CORS_EXPOSE_HEADERS = [
+    "Retry-After",
+    "Location",
+    "X-Request-ID",
+    "WWW-Authenticate",
+    "ETag",
+    "Content-Range",
+    "Accept-Ranges",
+    "Content-Disposition",
+    "X-Vercel-AI-UI-Message-Stream",
+]
 
 SPECTACULAR_SETTINGS = {
     "TITLE": "AdStudio API",
