@@ -88,6 +88,29 @@ def env_list(name: str, default: list[str]) -> list[str]:
     return [item.strip() for item in raw.split(",") if item.strip()]
 
 
+_LOCKOUT_PARAMETERS = ("username", "ip_address", "user_agent")
+
+
+def env_lockout_parameters(name: str, default: str) -> list[str | list[str]]:
+    """django-axes' ``AXES_LOCKOUT_PARAMETERS`` from ``username,ip_address``: a login is
+    refused once any one item has failed too often; an item joins parameters with ``+``
+    (``username+ip_address``: that user from that address)."""
+    raw = env_str(name, default)
+    items: list[str | list[str]] = []
+    for item in (part.strip() for part in raw.split(",")):
+        parameters = [parameter.strip() for parameter in item.split("+")]
+        unknown = [parameter for parameter in parameters if parameter not in _LOCKOUT_PARAMETERS]
+        if not item or unknown or len(set(parameters)) != len(parameters):
+            raise ImproperlyConfigured(
+                f"{name}={raw!r} is not a list of lockout parameters: expected items such as "
+                "username,ip_address (either one failing too often locks out) or "
+                "username+ip_address (that user from that address), made of "
+                f"{', '.join(_LOCKOUT_PARAMETERS)}."
+            )
+        items.append(parameters[0] if len(parameters) == 1 else parameters)
+    return items
+
+
 def env_proxy_ssl_header(name: str) -> tuple[str, str] | None:
     """``X-Forwarded-Proto=https``: the header a TLS-terminating proxy sets and its value on
     HTTPS requests, as Django reads it (``HTTP_X_FORWARDED_PROTO``). Unset: none trusted."""

@@ -9,10 +9,12 @@ Celery tasks executed in-process, and the offline ``demo`` provider. A deploymen
 from __future__ import annotations
 
 import logging
+from datetime import timedelta
 from pathlib import Path
 
 from corsheaders.defaults import default_headers as default_cors_headers
 from django.core.exceptions import ImproperlyConfigured
+from django.utils.csp import CSP
 
 from adstudio.env import (
     database_config,
@@ -20,6 +22,7 @@ from adstudio.env import (
     env_float,
     env_int,
     env_list,
+    env_lockout_parameters,
     env_proxy_ssl_header,
     env_rate,
     env_str,
@@ -77,6 +80,7 @@ INSTALLED_APPS = [
     "renders",
     "evaluations",
     "adstudio.observability",  # traces and metrics, when configured (below)
+    "axes",  # failed password logins, and the lockouts they lead to (below)
 ]
 
 MIDDLEWARE = [
@@ -85,6 +89,9 @@ MIDDLEWARE = [
     # A lost database connection: a read tried once more, else 503 with Retry-After.
     "adstudio.db_outage.DatabaseUnavailableMiddleware",
     "django.middleware.security.SecurityMiddleware",
+    # Content-Security-Policy on every response (below), with a nonce for the pages'
+    # own inline scripts and styles.
+    "django.middleware.csp.ContentSecurityPolicyMiddleware",
     # Static files (the admin's, Swagger UI's) answered before any other work.
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -96,7 +103,55 @@ MIDDLEWARE = [
     "adstudio.log_context.RequestLogContextMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # Last, as django-axes asks: a login refused for too many failures answered 429.
+    "axes.middleware.AxesMiddleware",
 ]
+
+# --- Password logins: refused after too many failures (django-axes) -------------------
+# Axes' backend first: it refuses a locked-out login before any password is checked, and
+# counts each failure. The API's tokens are no password logins and pass by neither.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+# Failed logins within the cool-off after which logins are refused; each refused one
+# starts the cool-off again. An operator unlocks at once with `manage.py axes_reset_*`.
+AXES_FAILURE_LIMIT = env_int("ADSTUDIO_LOGIN_FAILURE_LIMIT", 5, minimum=1)
+AXES_COOLOFF_TIME = timedelta(seconds=env_int("ADSTUDIO_LOGIN_COOLOFF_SECONDS", 15 * 60, minimum=1))
+# What failures are counted against: a user name guessed at from many addresses, and an
+# address guessing at many user names, each locked on its own.
+AXES_LOCKOUT_PARAMETERS = env_lockout_parameters("ADSTUDIO_LOGIN_LOCKOUT_BY", "username,ip_address")
+# Off by default: a success clears every failure matching it, so with ip_address counted
+# a guesser holding one valid account would clear its address's count between guesses.
+AXES_RESET_ON_SUCCESS = env_bool("ADSTUDIO_LOGIN_RESET_ON_SUCCESS", default=False)
+# The address as the web server resolved it from its trusted proxies (FORWARDED_ALLOW_IPS);
+# never a header a client could write.
+AXES_CLIENT_IP_CALLABLE = "adstudio.login_lockout.client_address"
+AXES_LOCKOUT_CALLABLE = "adstudio.login_lockout.lockout_response"
+
+# --- Content-Security-Policy (Django's own; docs/DEPLOYMENT.md) -------------------------
+# The admin shows what a model wrote (briefs, scripts, tool arguments): a <script> or an
+# event handler that slipped through escaping must not run. Scripts only from this
+# origin or carrying the response's nonce (the admin's, Swagger UI's, the players'); no
+# inline handlers, no eval. Style elements likewise; style attributes are allowed (the
+# players' timeline places its bars with them), as they run nothing and load only what
+# img-src allows. data: images: the icons inside Swagger UI's and the admin's CSS.
+CONTENT_SECURITY_POLICY = {
+    "default-src": [CSP.SELF],
+    "script-src": [CSP.SELF, CSP.NONCE],
+    "style-src": [CSP.SELF, CSP.NONCE],
+    "style-src-attr": [CSP.UNSAFE_INLINE],
+    "img-src": [CSP.SELF, "data:"],
+    "object-src": [CSP.NONE],
+    "base-uri": [CSP.NONE],
+    "form-action": [CSP.SELF],
+    "frame-ancestors": [CSP.NONE],
+}
+# 1: browsers report what the policy would block (in their console) and block nothing,
+# to try a change of policy on a live site before enforcing it.
+ADSTUDIO_CSP_REPORT_ONLY = env_bool("ADSTUDIO_CSP_REPORT_ONLY", default=False)
+SECURE_CSP = {} if ADSTUDIO_CSP_REPORT_ONLY else CONTENT_SECURITY_POLICY
+SECURE_CSP_REPORT_ONLY = CONTENT_SECURITY_POLICY if ADSTUDIO_CSP_REPORT_ONLY else {}
 
 ROOT_URLCONF = "adstudio.urls"
 WSGI_APPLICATION = "adstudio.wsgi.application"
@@ -112,6 +167,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "django.template.context_processors.csp",  # csp_nonce, for the admin too
             ],
         },
     },
@@ -232,6 +288,21 @@ CORS_URLS_REGEX = r"^/api/.*$"
 # A web client on another origin sends these besides the defaults: its retries' key, and
 # an EventSource's resume point.
 CORS_ALLOW_HEADERS = (*default_cors_headers, "idempotency-key", "last-event-id")
+# What such a client may read of our answers besides the headers every browser shows
+# (Content-Type, Content-Length, Cache-Control...): when to retry (429, 503), where a new
+# run is, the request's id for a support ticket, why a token was refused, and the audio
+# link's ranges, validator and file name, and the AI SDK transport's protocol header.
+CORS_EXPOSE_HEADERS = [
+    "Retry-After",
+    "Location",
+    "X-Request-ID",
+    "WWW-Authenticate",
+    "ETag",
+    "Content-Range",
+    "Accept-Ranges",
+    "Content-Disposition",
+    "X-Vercel-AI-UI-Message-Stream",
+]
 
 SPECTACULAR_SETTINGS = {
     "TITLE": "AdStudio API",

@@ -58,6 +58,7 @@ defaults
     retries 3
     retry-on conn-failure empty-response response-timeout
     option redispatch
+    option forwardfor
 frontend web
     bind {lb}:80
     default_backend adstudio

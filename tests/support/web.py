@@ -4,6 +4,7 @@ or its threaded WSGI workers), started by a test on a free loopback port."""
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -106,3 +107,31 @@ class WebServer:
             except subprocess.TimeoutExpired:
                 os.killpg(self.process.pid, signal.SIGKILL)
                 self.process.wait(timeout=10)
+
+
+_CSRF_FIELD = re.compile(r'name="csrfmiddlewaretoken" value="([^"]+)"')
+
+
+def admin_login(client: httpx.Client, base: str, username: str, password: str) -> httpx.Response:
+    """The admin's login form, as a browser posts it: its page for the CSRF cookie and
+    token, then the form. The answer is not followed: 302 to ``/admin/`` is a login, 200
+    the form again, 429 a lockout."""
+    page = client.get(f"{base}/admin/login/")
+    token = _CSRF_FIELD.search(page.text)
+    if token is None:
+        raise AssertionError(f"no login form at {base}/admin/login/ ({page.status_code})")
+    return client.post(
+        f"{base}/admin/login/?next=/admin/",
+        data={
+            "csrfmiddlewaretoken": token.group(1),
+            "username": username,
+            "password": password,
+            "next": "/admin/",
+        },
+        headers={"Referer": f"{base}/admin/login/"},
+    )
+
+
+def client_from(address: str, **kwargs) -> httpx.Client:
+    """An HTTP client whose connections leave from ``address`` (any of 127.0.0.0/8)."""
+    return httpx.Client(transport=httpx.HTTPTransport(local_address=address), **kwargs)
