@@ -81,6 +81,27 @@ def env_rate(name: str, default: str) -> str:
     return rate
 
 
+_DURATION_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def env_duration(name: str, default: str, *, minimum_s: int, maximum_s: int) -> int:
+    """A duration in seconds, written as a whole number with a unit (``30d``, ``12h``,
+    ``90m``, ``3600s``) or as plain seconds, between ``minimum_s`` and ``maximum_s``."""
+    raw = env_str(name, default)
+    match = re.fullmatch(r"(\d+)\s*([smhd]?)", raw.lower())
+    if not match:
+        raise ImproperlyConfigured(
+            f"{name}={raw!r} is not a duration: expected a whole number with a unit, such as "
+            "30d, 12h, 90m or 3600s (plain numbers are seconds)."
+        )
+    seconds = int(match[1]) * _DURATION_UNITS[match[2] or "s"]
+    if not minimum_s <= seconds <= maximum_s:
+        raise ImproperlyConfigured(
+            f"{name}={raw!r} is {seconds} s: it must be between {minimum_s} s and {maximum_s} s."
+        )
+    return seconds
+
+
 def env_list(name: str, default: list[str]) -> list[str]:
     raw = os.environ.get(name)
     if raw is None:

@@ -71,7 +71,7 @@ class LogContextFilter(logging.Filter):
 class RequestLogContextMiddleware:
     """A request id for each request (the load balancer's ``X-Request-ID`` when it sent a
     plain one), answered in the same header, and the user id of a session. Token users are
-    bound where the token is checked (``adstudio.authentication``)."""
+    bound where the token is checked (``accounts.authentication``)."""
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
         self.get_response = get_response

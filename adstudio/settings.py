@@ -19,6 +19,7 @@ from django.utils.csp import CSP
 from adstudio.env import (
     database_config,
     env_bool,
+    env_duration,
     env_float,
     env_int,
     env_list,
@@ -69,9 +70,9 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "corsheaders",
     "rest_framework",
-    "rest_framework.authtoken",
     "drf_spectacular",
     "drf_spectacular_sidecar",  # Swagger UI's files, served by us rather than a CDN
+    "accounts",
     "voices",
     "workspaces",
     "drafts",
@@ -237,7 +238,7 @@ WHITENOISE_USE_FINDERS = WHITENOISE_AUTOREFRESH = _STATIC_FROM_APPS
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "adstudio.authentication.TokenAuthentication",
+        "accounts.authentication.TokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
@@ -249,6 +250,10 @@ REST_FRAMEWORK = {
     "DEFAULT_PAGINATION_CLASS": "adstudio.pagination.PageNumbers",
     "PAGE_SIZE": 50,
 }
+
+# API tokens expire this long after they are made (30d, 12h, ...; at most a year): a
+# leaked token works until then at most (accounts). Tokens already made keep their expiry.
+ADSTUDIO_TOKEN_TTL = env_duration("ADSTUDIO_TOKEN_TTL", "30d", minimum_s=60, maximum_s=366 * 86400)
 
 # Generation and chat start model runs that cost money: limited per user, exactly across
 # web processes, in CACHE_URL's Redis (adstudio.throttling).

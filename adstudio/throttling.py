@@ -62,12 +62,20 @@ def limiter(url: str) -> MovingWindowRateLimiter:
 
 
 class RunRateThrottle(BaseThrottle):
-    """Generate and chat: they start model runs, which cost money."""
+    """Generate and chat: they start model runs, which cost money.
+
+    A replay is not a new request: when the view says the request's idempotency key
+    already started a run (its ``is_replay(request)``), it is answered with that run and
+    neither counted nor refused here. It is still authenticated (before this) and
+    authorised (by the view, after this) as any request is."""
 
     scope = "runs"
 
     def allow_request(self, request, view) -> bool:
         if not request.user.is_authenticated:  # refused before this by authentication
+            return True
+        is_replay = getattr(view, "is_replay", None)
+        if is_replay is not None and is_replay(request):
             return True
         item = rate_item(settings.ADSTUDIO_RUN_RATE)
         identity = (self.scope, str(request.user.pk))

@@ -17,6 +17,7 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("api/schema/", SchemaView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="swagger-ui"),
+    path("api/", include("accounts.urls")),
     path("api/", include("voices.urls")),
     path("api/", include("conversations.urls")),
     path("api/", include("drafts.urls")),

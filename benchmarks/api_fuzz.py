@@ -158,7 +158,6 @@ def main() -> None:
     from django.contrib.auth.models import User
     from django.core.management import call_command
     from hypothesis import HealthCheck
-    from rest_framework.authtoken.models import Token
     from schemathesis.checks import (
         content_type_conformance,
         not_a_server_error,
@@ -170,6 +169,7 @@ def main() -> None:
     # What schema.parametrize() builds for each operation (examples, coverage, fuzzing).
     from schemathesis.pytest.lazy import get_all_tests
 
+    from accounts.services import token_create
     from adstudio.wsgi import application
     from voices.models import Voice
 
@@ -187,7 +187,7 @@ def main() -> None:
     user, _ = User.objects.get_or_create(
         username="fuzz", defaults={"is_staff": True, "is_superuser": True}
     )
-    auth = {"Authorization": f"Token {Token.objects.get_or_create(user=user)[0].key}"}
+    auth = {"Authorization": f"Token {token_create(user=user)[1]}"}
     objects = Objects(user)
     setup_errors = errors.take()
     if setup_errors:

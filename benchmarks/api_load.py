@@ -221,8 +221,8 @@ def main() -> None:
     logging.getLogger().setLevel(logging.WARNING)  # no per-request client logging
 
     from django.contrib.auth.models import User
-    from rest_framework.authtoken.models import Token
 
+    from accounts.services import token_create
     from drafts.services import ad_create
     from voices.models import Voice
 
@@ -231,7 +231,7 @@ def main() -> None:
     pairs = []
     for n in range(args.clients):
         user, _ = User.objects.get_or_create(username=f"load{n}")
-        token, _ = Token.objects.get_or_create(user=user)
+        _, token = token_create(user=user)
         ad = ad_create(
             owner=user,
             title="load",
@@ -239,7 +239,7 @@ def main() -> None:
             language="th",
             duration_s=30,
         )
-        pairs.append((token.key, str(ad.pk)))
+        pairs.append((token, str(ad.pk)))
     empty_work_queue(args.broker_url)
     claim_redis(args.cache_url)
 

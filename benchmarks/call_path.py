@@ -55,12 +55,13 @@ def counts(frames: list[traceback.FrameSummary]) -> dict[str, int]:
 def walk(path: str) -> list[traceback.FrameSummary]:
     from django.contrib.auth import get_user_model
     from django.db import connection
-    from rest_framework.authtoken.models import Token
     from rest_framework.test import APIClient
+
+    from accounts.services import token_create
 
     user = get_user_model().objects.create_user(f"call-path-{uuid.uuid4().hex[:8]}")
     client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=user).key}")
+    client.credentials(HTTP_AUTHORIZATION=f"Token {token_create(user=user)[1]}")
     brief = {
         "clientDescription": "Spotify Premium family plan",
         "targetAudience": "Thai families",

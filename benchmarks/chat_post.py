@@ -61,9 +61,9 @@ def prepare(ads: int, broker: str, cache: str):
     empty_work_queue(broker)
 
     from django.contrib.auth.models import User
-    from rest_framework.authtoken.models import Token
     from rest_framework.test import APIClient
 
+    from accounts.services import token_create
     from drafts.services import ad_create
 
     # One client per user and ad, as api_load's clients: each user's throttle history
@@ -72,10 +72,10 @@ def prepare(ads: int, broker: str, cache: str):
     clients = []
     for n in range(ads):
         user = User.objects.create(username=f"bench-chat-{os.getpid()}-{n}")
-        token = Token.objects.create(user=user)
+        _, token = token_create(user=user)
         ad = ad_create(owner=user, title="bench", client="Spotify", language="th", duration_s=30)
         client = APIClient(SERVER_NAME="127.0.0.1")
-        client.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
+        client.credentials(HTTP_AUTHORIZATION=f"Token {token}")
         clients.append((client, f"/api/ads/{ad.pk}/chat"))
     turns = itertools.cycle(clients)
 

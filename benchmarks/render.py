@@ -122,9 +122,9 @@ def cold_child(language: str) -> None:
 
 def cached(language: str, runs: int) -> list[float]:
     from django.test.utils import setup_test_environment
-    from rest_framework.authtoken.models import Token
     from rest_framework.test import APIClient
 
+    from accounts.services import token_create
     from renders.making import render_make
     from renders.models import Render
     from renders.services import versions_of
@@ -134,7 +134,7 @@ def cached(language: str, runs: int) -> list[float]:
     render = Render.objects.create(ad=ad, requested_by=user, **versions_of(ad))
     render_make(render.pk)
     client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.get_or_create(user=user)[0].key}")
+    client.credentials(HTTP_AUTHORIZATION=f"Token {token_create(user=user)[1]}")
     times = []
     for _ in range(runs):
         started = time.perf_counter()

@@ -179,14 +179,14 @@ class Stack:
 SEED = """
 import json, uuid
 from django.contrib.auth.models import User
-from rest_framework.authtoken.models import Token
+from accounts.services import token_create
 from drafts.services import ad_create, draft_create
 from providers.demo_lines import LINES
 from renders.services import render_request
 from tests.support.versions import music, voices
 
 owner = User.objects.create(username="bench-" + uuid.uuid4().hex[:8])
-token = Token.objects.create(user=owner).key
+token = token_create(user=owner)[1]
 ad = ad_create(owner=owner, client="Spotify Premium family plan", language="th", duration_s=30)
 thai = LINES["th"].calm
 lines = [

@@ -701,8 +701,8 @@ def main() -> None:
     from django.core.management import call_command
     from django.db import connection
     from django.utils import timezone
-    from rest_framework.authtoken.models import Token
 
+    from accounts.services import token_create
     from voices.models import Voice
 
     if not Voice.objects.filter(approved=True, active=True).exists():
@@ -712,7 +712,7 @@ def main() -> None:
     tokens = []
     for n in range(args.clients):
         user, _ = User.objects.get_or_create(username=f"soak{n}")
-        tokens.append(Token.objects.get_or_create(user=user)[0].key)
+        tokens.append(token_create(user=user)[1])
     empty_work_queue(REDIS)
 
     director = Director(

@@ -134,14 +134,14 @@ def main() -> None:
 
     from django.contrib.auth.models import User
     from django.db import connections
-    from rest_framework.authtoken.models import Token
 
+    from accounts.services import token_create
     from adstudio.asgi import application
     from conversations.models import Conversation, Run
     from drafts.services import ad_create
 
     user = User.objects.create(username=f"stream-memory-{time.time_ns()}")
-    token = Token.objects.create(user=user).key
+    token = token_create(user=user)[1]
     ad = ad_create(owner=user, title="memory", client="Spotify", language="th")
     run = Run.objects.create(conversation=Conversation.objects.create(ad=ad), input_text="x")
     connections.close_all()

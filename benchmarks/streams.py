@@ -280,8 +280,8 @@ def main() -> None:
 
     from django.contrib.auth.models import User
     from django.core.management import call_command
-    from rest_framework.authtoken.models import Token
 
+    from accounts.services import token_create
     from benchmarks.soak import Director, SoakProvider
     from conversations.services import start_generation
     from drafts.services import ad_create
@@ -313,7 +313,7 @@ def main() -> None:
     }
     chatter = User.objects.create(username=f"streams-chat-{time.time_ns()}")
     chat = (
-        Token.objects.create(user=chatter).key,
+        token_create(user=chatter)[1],
         str(ad_create(owner=chatter, title="chat", client="Spotify", language="th").pk),
     )
     port = free_port()
@@ -355,7 +355,7 @@ def main() -> None:
                 followers = []
                 for n in range(args.users):
                     user = User.objects.create(username=f"streams-{time.time_ns()}-{n}")
-                    token = Token.objects.create(user=user).key
+                    token = token_create(user=user)[1]
                     ad = ad_create(owner=user, title="streams", client="Spotify", language="th")
                     run = start_generation(ad=ad)
                     stream = f"/api/runs/{run.pk}/events/stream?wait=60"

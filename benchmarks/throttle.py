@@ -80,8 +80,8 @@ def main() -> None:
     logging.getLogger("httpx").setLevel(logging.WARNING)  # not a line per request
 
     from django.contrib.auth.models import User
-    from rest_framework.authtoken.models import Token
 
+    from accounts.services import token_create
     from drafts.services import ad_create
 
     empty_work_queue(args.broker_url)
@@ -110,7 +110,7 @@ def main() -> None:
             wait_http(f"{base}/healthz")
             for _ in range(args.runs):
                 user = User.objects.create(username=f"throttle-{time.time_ns()}")
-                token = Token.objects.create(user=user).key
+                token = token_create(user=user)[1]
                 ad = ad_create(owner=user, title="throttle", client="Spotify", language="th")
                 counts = asyncio.run(burst(base, token, str(ad.pk), args.requests))
                 results.append({"accepted": counts.get(202, 0), "refused": counts.get(429, 0),

@@ -38,6 +38,7 @@ from conversations.selectors import (
     conversation_latest_for,
     conversation_taking_messages,
     run_drafts,
+    run_key_used,
     run_wait,
     runs_for,
 )
@@ -88,15 +89,22 @@ class IdempotencyKeyConflict(APIException):
     default_code = "idempotency_key_reused"
 
 
-def _idempotency(request: Request) -> tuple[str, str]:
-    """The request's Idempotency-Key and its fingerprint: a digest of the method, the
-    path and the body, so that the key sent again with another request is refused. The
-    query (``?wait=``) is left out: a retry may wait longer."""
+def _idempotency_key(request: Request) -> str:
+    """The request's Idempotency-Key ("" without one); ``ValidationError`` when it is one
+    no run could have been stored with."""
     key = request.headers.get("Idempotency-Key", "").strip()
     if len(key) > 128:
         raise ValidationError({"Idempotency-Key": "At most 128 characters."})
     if not key.isprintable():  # a NUL would reach PostgreSQL, which refuses it in text
         raise ValidationError({"Idempotency-Key": "Printable characters only."})
+    return key
+
+
+def _idempotency(request: Request) -> tuple[str, str]:
+    """The request's Idempotency-Key and its fingerprint: a digest of the method, the
+    path and the body, so that the key sent again with another request is refused. The
+    query (``?wait=``) is left out: a retry may wait longer."""
+    key = _idempotency_key(request)
     if not key:
         return "", ""
     request_text = json.dumps(
@@ -234,6 +242,15 @@ class _RunStartView(APIView):
 
     throttle_classes = [RunRateThrottle]
     throttle_scope = "runs"
+
+    def is_replay(self, request: Request) -> bool:
+        """Whether the request's Idempotency-Key already started a run of the caller's:
+        then it is answered with that run, and the run rate limit does not count it."""
+        try:
+            key = _idempotency_key(request)
+        except ValidationError:
+            return False  # refused by the view, as a new request
+        return run_key_used(user=request.user, idempotency_key=key)
 
     def reply(self, request: Request, run: Run) -> Response:
         wait = seconds_param(request, "wait", settings.ADSTUDIO_MAX_WAIT_SECONDS)

@@ -29,6 +29,14 @@ def runs_for(user) -> QuerySet[Run]:
     return scoped(runs, user, workspace="conversation__ad__workspace")
 
 
+def run_key_used(*, user, idempotency_key: str) -> bool:
+    """Whether ``user`` already started a run with ``idempotency_key``: a request sent
+    with it again is a replay, answered with that run (``services.run_once_per_key``)."""
+    if not idempotency_key:
+        return False
+    return Run.objects.filter(requested_by=user, idempotency_key=idempotency_key).exists()
+
+
 def runs_queued() -> tuple[int, datetime | None]:
     """How many runs wait for a worker, and when the oldest of them was created: one
     query, through the partial index of unfinished runs (for the metrics' scrape)."""

@@ -53,6 +53,7 @@ from conversations.selectors import (
     conversation_latest,
     conversations_for,
     run_events_page,
+    run_key_used,
 )
 from conversations.services import (
     IdempotencyKeyReused,
@@ -161,6 +162,22 @@ class UIChatView(APIView):
     renderer_classes = [JSONRenderer]
     throttle_classes = [RunRateThrottle]
     throttle_scope = "runs"
+
+    def is_replay(self, request: Request) -> bool:
+        """Whether the last message's id already started a run of the caller's (the
+        transport sent it again): then it streams that run, and the run rate limit does
+        not count it. A regeneration is always a new run."""
+        data = request.data  # a body that cannot be read is refused here as in the view
+        if not isinstance(data, dict) or data.get("trigger") == "regenerate-message":
+            return False
+        messages = data.get("messages")
+        last = messages[-1] if isinstance(messages, list) and messages else None
+        message_id = last.get("id") if isinstance(last, dict) else None
+        if not isinstance(message_id, str) or not message_id.isprintable():
+            return False
+        if not 0 < len(message_id) <= MESSAGE_ID_MAX:
+            return False
+        return run_key_used(user=request.user, idempotency_key=f"ui-chat:{message_id}")
 
     @extend_schema(
         request=UIChatInputSerializer,

@@ -1,6 +1,8 @@
 """Evaluation runs in the admin: the list, one run's cases by score (failures first, each
 linking to its transcript), two runs side by side with regressions marked, and CSV/JSON
-exports. Runs are made by ``manage.py evaluate``; here they are only read."""
+exports. Runs are made by ``manage.py evaluate``; here they are only read, and a staff
+member reads a run only when every case's ad is in a workspace they may view
+(``evaluations.selectors.evaluation_runs_for``): lists, pages, comparisons and exports."""
 
 from __future__ import annotations
 
@@ -17,6 +19,7 @@ from conversations.models import Conversation
 from evaluations import reports
 from evaluations.golden_cases import case_from_conversation, cases_yaml
 from evaluations.models import EvaluationRun
+from evaluations.selectors import evaluation_runs_for
 from workspaces.access import may
 from workspaces.roles import Action
 
@@ -84,10 +87,18 @@ class EvaluationRunAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
             *super().get_urls(),
         ]
 
+    def get_queryset(self, request):
+        return evaluation_runs_for(request.user, super().get_queryset(request))
+
     def _run(self, request, pk) -> EvaluationRun:
+        """The run, if the user may read it all; 404 otherwise, as for a run that is not."""
         if not self.has_view_permission(request):
             raise PermissionDenied
-        return get_object_or_404(EvaluationRun, pk=pk)
+        runs = self.get_queryset(request)
+        run = get_object_or_404(runs, pk=pk)
+        if run.compared_with_id and not runs.filter(pk=run.compared_with_id).exists():
+            run.compared_with_id = None  # a run they may not read: not even its id
+        return run
 
     def change_view(self, request, object_id, form_url="", extra_context=None):
         run = self._run(request, object_id)
@@ -99,7 +110,7 @@ class EvaluationRunAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
             "names": names,
             "rows": rows,
             "opts": self.model._meta,
-            "earlier": EvaluationRun.objects.filter(
+            "earlier": self.get_queryset(request).filter(
                 dataset_name=run.dataset_name, started_at__lt=run.started_at
             )[:10],
         }

@@ -8,13 +8,13 @@ import schemathesis
 from django.core.signals import request_finished, request_started
 from django.db import close_old_connections
 from hypothesis import HealthCheck, settings
-from rest_framework.authtoken.models import Token
 from schemathesis.checks import (
     content_type_conformance,
     not_a_server_error,
     response_schema_conformance,
 )
 
+from accounts.services import token_create
 from adstudio.wsgi import application
 from drafts.services import draft_create
 from tests.support.versions import version_of
@@ -39,7 +39,7 @@ def token(staff_user, make_ad, make_voice):
     make_voice(language="th")
     for kind in ("voices", "music", "sfx"):  # payloads checked against their shapes
         draft_create(ad=ad, version=version_of(kind))
-    return Token.objects.create(user=staff_user).key
+    return token_create(user=staff_user)[1]
 
 
 # The schema endpoint is public and touches no data: it can be read at collection time.

@@ -11,8 +11,8 @@ import pytest
 import schemathesis
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
-from rest_framework.authtoken.models import Token
 
+from accounts.services import token_create
 from drafts.services import draft_create
 from testbed.fake_openai import Turn
 from tests.support.versions import version_of
@@ -35,7 +35,7 @@ def token(staff_user, make_ad, make_voice):
     make_voice(language="th")
     for kind in ("voices", "music", "sfx"):
         draft_create(ad=ad, version=version_of(kind))
-    return Token.objects.create(user=staff_user).key
+    return token_create(user=staff_user)[1]
 
 
 schema = schemathesis.pytest.from_fixture("live_schema")

@@ -74,3 +74,20 @@ def scoped(
         user_id=user.pk, workspace_id=OuterRef(workspace), role__in=roles_allowed(action)
     )
     return queryset.filter(Exists(member))
+
+
+def unscoped(
+    queryset: QuerySet, user, *, workspace: str = "workspace", action: Action | str = Action.VIEW
+) -> QuerySet:
+    """The rest of ``queryset``: the objects ``scoped`` leaves out, those in no workspace
+    where ``user`` may take ``action`` (an object in no workspace at all among them).
+    Nothing for a superuser, everything for anyone anonymous. For "all or nothing" reads:
+    a record shown only when none of its parts is unscoped."""
+    if not user.is_authenticated:
+        return queryset
+    if user.is_superuser:
+        return queryset.none()
+    member = Membership.objects.filter(
+        user_id=user.pk, workspace_id=OuterRef(workspace), role__in=roles_allowed(action)
+    )
+    return queryset.filter(~Exists(member))

@@ -401,9 +401,9 @@ class Api:
 def token_for(stack: Stack) -> str:
     code = (
         "import uuid; from django.contrib.auth.models import User; "
-        "from rest_framework.authtoken.models import Token; "
+        "from accounts.services import token_create; "
         "u = User.objects.create(username='rehearsal-' + uuid.uuid4().hex[:8]); "
-        "print(Token.objects.create(user=u).key)"
+        "print(token_create(user=u)[1])"
     )
     return stack.manage("web1", "shell", "--no-imports", "-c", code).strip()
 

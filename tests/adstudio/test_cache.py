@@ -7,9 +7,9 @@ import logging
 
 import pytest
 from django.core.cache import cache
-from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
+from accounts.services import token_create
 from conversations.models import Run
 
 BRIEF = {"clientDescription": "Spotify Premium family plan", "language": "Thai"}
@@ -50,7 +50,7 @@ def test_a_cache_outage_does_not_cost_a_message_and_runs_are_still_limited(
     and store the run, and the limit holds per process."""
     settings.ADSTUDIO_RUN_RATE = "2/minute"
     api = APIClient()
-    api.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=user).key}")
+    api.credentials(HTTP_AUTHORIZATION=f"Token {token_create(user=user)[1]}")
 
     with redis_cache.down():
         generate = api.post("/api/ai/generate", {"brief": BRIEF}, format="json")

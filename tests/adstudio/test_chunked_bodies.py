@@ -8,8 +8,8 @@ import json
 from urllib.parse import urlsplit
 
 import pytest
-from rest_framework.authtoken.models import Token
 
+from accounts.services import token_create
 from drafts.models import Ad
 
 
@@ -36,7 +36,7 @@ def post_chunked(base: str, path: str, chunks: list[bytes], token: str) -> tuple
 
 @pytest.mark.django_db(transaction=True)
 def test_a_chunked_json_body_is_read(web_stack, user, settings):
-    token = Token.objects.create(user=user).key
+    token = token_create(user=user)[1]
     body = json.dumps({"clientDescription": "Spotify Premium family plan", "language": "th"})
     chunks = [body[:10].encode(), body[10:25].encode(), body[25:].encode()]
 
@@ -48,7 +48,7 @@ def test_a_chunked_json_body_is_read(web_stack, user, settings):
 
 @pytest.mark.django_db(transaction=True)
 def test_a_chunked_body_larger_than_any_endpoint_takes_is_a_413(web_stack, user):
-    token = Token.objects.create(user=user).key
+    token = token_create(user=user)[1]
     chunk = b" " * 65536
     # The web server's limit: eight times ADSTUDIO_MAX_BODY_BYTES (256 KiB by default).
     chunks = [b'{"clientDescription": "x", "language": "th"', *[chunk] * 33, b"}"]

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import pytest
 from django.db import connection
-from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
-from adstudio.authentication import TokenAuthentication
+from accounts.authentication import TokenAuthentication
+from accounts.services import token_create
 from drafts.models import Ad
 
 BRIEF = {"clientDescription": "Spotify Premium family plan", "language": "th"}
@@ -35,7 +35,7 @@ def killed_once(monkeypatch):
 @pytest.fixture
 def api(user):
     client = APIClient(raise_request_exception=False)
-    client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=user).key}")
+    client.credentials(HTTP_AUTHORIZATION=f"Token {token_create(user=user)[1]}")
     return client
 
 

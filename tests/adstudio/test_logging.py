@@ -10,9 +10,9 @@ import logging
 import pytest
 from django.conf import settings
 from django.utils.module_loading import import_string
-from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
+from accounts.services import token_create
 from adstudio.log_context import LogContextFilter, bind, log_scope
 from conversations.models import Conversation, Run
 from conversations.runs.enqueue import run_enqueue
@@ -66,7 +66,7 @@ def test_a_chat_requests_line_names_the_request_the_user_and_the_run(json_lines,
     ad = make_ad()
     Conversation.objects.create(ad=ad)
     api = APIClient()
-    api.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=user).key}")
+    api.credentials(HTTP_AUTHORIZATION=f"Token {token_create(user=user)[1]}")
 
     response = api.post(
         f"/api/ads/{ad.pk}/chat", {"message": "hi"}, format="json", HTTP_X_REQUEST_ID="lb-7f3a"

@@ -83,6 +83,28 @@ def test_an_invalid_run_rate_is_a_start_up_error(rate):
 
 
 @pytest.mark.parametrize(
+    ("value", "says"),
+    [
+        ("forever", "ADSTUDIO_TOKEN_TTL='forever' is not a duration"),
+        ("1.5d", "is not a duration"),
+        ("-1d", "is not a duration"),
+        ("30s", "ADSTUDIO_TOKEN_TTL='30s' is 30 s: it must be between 60 s and"),
+        ("400d", "is 34560000 s: it must be between"),
+    ],
+)
+def test_an_invalid_token_ttl_is_a_start_up_error(value, says):
+    assert says in start_up_error({"ADSTUDIO_TOKEN_TTL": value})
+
+
+@pytest.mark.parametrize(
+    ("value", "seconds"), [(None, 30 * 86400), ("12h", 43200), ("90m", 5400), ("3600", 3600)]
+)
+def test_tokens_expire_after_thirty_days_unless_told(value, seconds):
+    env = {} if value is None else {"ADSTUDIO_TOKEN_TTL": value}
+    assert settings_with(env)["ADSTUDIO_TOKEN_TTL"] == seconds
+
+
+@pytest.mark.parametrize(
     ("env", "says"),
     [
         ({"ADSTUDIO_RUN_STALE_AFTER": "nan"}, "ADSTUDIO_RUN_STALE_AFTER='nan' is not a finite"),

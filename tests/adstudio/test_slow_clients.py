@@ -10,8 +10,8 @@ import time
 
 import httpx
 import pytest
-from rest_framework.authtoken.models import Token
 
+from accounts.services import token_create
 from tests.support.web import WebServer
 from tests.support.worker import database_url
 
@@ -27,7 +27,7 @@ def half_sent(port: int, request: bytes) -> socket.socket:
 @pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
 def test_half_sent_requests_leave_the_server_answering(user, tmp_path):
-    token = Token.objects.create(user=user).key
+    token = token_create(user=user)[1]
     web = WebServer(
         env={"DATABASE_URL": database_url(), "DEBUG": "0", "ADSTUDIO_BODY_READ_TIMEOUT": "2"},
         log=tmp_path / "web.log",

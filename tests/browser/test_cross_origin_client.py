@@ -14,8 +14,8 @@ from collections.abc import Iterator
 import httpx
 import pytest
 from playwright.sync_api import sync_playwright
-from rest_framework.authtoken.models import Token
 
+from accounts.services import token_create
 from conversations.models import RunEvent
 from tests.support.web import WebServer
 from tests.support.worker import database_url
@@ -143,7 +143,7 @@ def test_a_preflight_allows_the_token_and_the_idempotency_key(api, page_origin):
 def test_a_page_on_another_origin_reads_the_headers_and_streams_a_run(
     chromium, api, page_origin, user, make_ad
 ):
-    token = Token.objects.create(user=user).key
+    _, token = token_create(user=user)
     ad = make_ad(language="en", market="US", title="Family plan, US")
 
     with sync_playwright() as playwright:

@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 from django.core.management import call_command
-from rest_framework.authtoken.models import Token
 
+from accounts.services import token_create
 from conversations.models import Run
 from conversations.services import send_message, start_generation
 from tests.clients.directors import director, history_director
@@ -34,7 +34,7 @@ HERE = Path(__file__).resolve().parent
 def live(web_stack, user):
     """The shared server and a user's token, the provider scripted by ``director``."""
     web_stack.fake_openai.responder = director
-    return {"BASE": web_stack.base, "TOKEN": Token.objects.create(user=user).key}
+    return {"BASE": web_stack.base, "TOKEN": token_create(user=user)[1]}
 
 
 def run_node(node: str, script: str, env: dict[str, str], timeout: float = 120) -> dict:
@@ -87,7 +87,7 @@ def test_the_sdks_validators_accept_a_real_conversation(node, live, make_ad):
 def test_the_history_is_what_a_use_chat_page_holds(node, web_stack, user, make_ad):
     web_stack.fake_openai.responder = history_director()
     ad = make_ad(language="en")
-    live = {"BASE": web_stack.base, "TOKEN": Token.objects.create(user=user).key}
+    live = {"BASE": web_stack.base, "TOKEN": token_create(user=user)[1]}
 
     out = run_node(node, "history.mjs", {**live, "AD_ID": str(ad.pk)})
 

@@ -13,9 +13,9 @@ import time
 from pathlib import Path
 
 import pytest
-from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
+from accounts.services import token_create
 from conversations.models import Run
 from tests.clients.directors import history_director
 from tests.support.browser import loopback_visit
@@ -118,7 +118,7 @@ def test_the_guides_page_chats_stops_resumes_and_holds_the_history(
 ):
     web_stack.fake_openai.responder = history_director()
     ad = make_ad(language="en")
-    token = Token.objects.create(user=user).key
+    token = token_create(user=user)[1]
     base = web_stack.base
 
     with loopback_visit(chromium) as visit:

@@ -8,9 +8,9 @@ import json
 from decimal import Decimal
 
 import pytest
-from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
+from accounts.services import token_create
 from conversations.models import Message, ModelCall, Run
 from conversations.services import send_message, start_generation
 from drafts.models import Draft
@@ -224,7 +224,7 @@ def test_the_web_client_story_on_claude(claude, user, make_voice):
         for gender, name in (("male", "Somchai"), ("female", "Malee"), ("female", "Ploy"))
     ]
     api = APIClient()
-    api.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=user).key}")
+    api.credentials(HTTP_AUTHORIZATION=f"Token {token_create(user=user)[1]}")
     claude.script(*first_turn(thai, claude_turn, language="th"))
 
     ad = api.post("/api/ads/", {**BRIEF, "durationSeconds": 30}, format="json").json()

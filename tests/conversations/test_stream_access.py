@@ -12,8 +12,8 @@ import time
 import httpx
 import pytest
 from django.db import connection
-from rest_framework.authtoken.models import Token
 
+from accounts.services import token_create
 from conversations.models import Conversation, Run, RunEvent
 from conversations.run_wakeups import run_wakeups
 from conversations.stream_access import ReaderAccess
@@ -101,7 +101,7 @@ def test_a_deactivated_account_and_a_role_change_are_checked_again(member_run, o
 @pytest.mark.slow
 def test_open_streams_of_a_removed_member_end_at_once_saying_why(member_run, other_user, tmp_path):
     run, membership = member_run
-    token = Token.objects.create(user=other_user).key
+    _, token = token_create(user=other_user)
     web = WebServer(
         env={"DATABASE_URL": database_url(), "DEBUG": "0"},
         log=tmp_path / "web.log",

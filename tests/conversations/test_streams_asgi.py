@@ -12,8 +12,8 @@ import httpx
 import pytest
 from django.db import connection
 from django.utils import timezone
-from rest_framework.authtoken.models import Token
 
+from accounts.services import token_create
 from conversations.models import Conversation, Run, RunEvent
 from tests.support.web import WebServer
 from tests.support.worker import database_url
@@ -26,7 +26,7 @@ LONG_POLLS = 20
 @pytest.mark.django_db(transaction=True)
 def test_many_open_streams_hold_no_thread_and_each_receives_the_event(user, make_ad, tmp_path):
     run = Run.objects.create(conversation=Conversation.objects.create(ad=make_ad()), input_text="x")
-    token = Token.objects.create(user=user).key
+    token = token_create(user=user)[1]
     web = WebServer(
         env={
             "DATABASE_URL": database_url(),
@@ -111,7 +111,7 @@ async def _follow_and_probe(
 def test_the_ui_chat_stream_resumed_under_asgi_follows_the_run_to_its_end(user, make_ad, tmp_path):
     conversation = Conversation.objects.create(ad=make_ad())
     run = Run.objects.create(conversation=conversation, input_text="x")
-    token = Token.objects.create(user=user).key
+    token = token_create(user=user)[1]
     web = WebServer(
         env={"DATABASE_URL": database_url(), "DEBUG": "0"},
         log=tmp_path / "web.log",

@@ -13,9 +13,9 @@ import time
 import pytest
 from django.db import connection, transaction
 from django.utils import timezone
-from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
+from accounts.services import token_create
 from conversations.models import Conversation, Run, RunEvent
 from conversations.services import (
     NothingToRegenerate,
@@ -33,7 +33,7 @@ pytestmark = pytest.mark.django_db(transaction=True)  # runs start when their ro
 @pytest.fixture
 def api(user):
     client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=user).key}")
+    client.credentials(HTTP_AUTHORIZATION=f"Token {token_create(user=user)[1]}")
     return client
 
 
@@ -307,7 +307,7 @@ def test_a_body_that_is_not_a_users_message_is_refused(api, en_ad, messages, sta
 
 def test_another_users_ad_is_404(other_user, en_ad):
     client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=other_user).key}")
+    client.credentials(HTTP_AUTHORIZATION=f"Token {token_create(user=other_user)[1]}")
     response = client.post(f"/api/ads/{en_ad.pk}/ui-chat", transport_body("hi"), format="json")
     assert response.status_code == 404
     assert not Run.objects.exists()

@@ -14,6 +14,8 @@ from django.contrib.auth.models import Permission
 
 from conversations.models import Conversation
 from tests.evaluations.runs import before_and_after
+from workspaces.models import Membership, Workspace
+from workspaces.roles import Role
 
 pytestmark = pytest.mark.django_db
 
@@ -26,10 +28,16 @@ def evaluator(django_user_model):
 
 
 @pytest.fixture
-def runs(make_ad):
-    ad = make_ad()
-    conversation = Conversation.objects.create(ad=ad)
-    return before_and_after({"th-30": conversation})
+def runs(make_ad, evaluator):
+    """Two runs whose cases' ads are in a workspace the evaluator views (runs of other
+    workspaces: tests/evaluations/test_admin_scoping.py)."""
+    workspace = Workspace.objects.create(name="Evaluations")
+    Membership.objects.create(workspace=workspace, user=evaluator, role=Role.VIEWER)
+    conversations = {
+        name: Conversation.objects.create(ad=make_ad(workspace=workspace, title=name))
+        for name in ("th-30", "de-15")
+    }
+    return before_and_after(conversations)
 
 
 def test_being_staff_is_not_enough(client, django_user_model, runs):
@@ -110,8 +118,6 @@ def test_a_conversation_becomes_a_golden_case_once_its_direction_is_said(
     from drafts.services import draft_create
     from evaluations.datasets import InvalidGoldenSet, golden_set
     from tests.support.versions import music
-    from workspaces.models import Membership
-    from workspaces.roles import Role
 
     ad = make_ad(title="Family plan", language="th", market="TH", duration_s=30)
     first = start_generation(ad=ad)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 from django.utils import timezone
-from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
+from accounts.services import token_create
 from conversations.models import Conversation, Message, Run
 from drafts.services import draft_create
 from tests.support.versions import music
@@ -62,7 +62,7 @@ PUBLIC = {"/api/ads/", "/api/voices/?language=th", "/api/voices/{voice}/", "/api
 def client_for(user) -> APIClient:
     client = APIClient()
     if user is not None:
-        client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=user).key}")
+        client.credentials(HTTP_AUTHORIZATION=f"Token {token_create(user=user)[1]}")
     return client
 
 

@@ -16,9 +16,9 @@ import pytest
 from django.conf import settings
 from django.db.models import Model
 from django.utils import timezone
-from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
+from accounts.services import token_create
 from conversations.models import Conversation, Message, ModelCall, Run, RunEvent
 from drafts.models import Ad, Draft
 from drafts.services import draft_create
@@ -42,7 +42,7 @@ DEEP = 10_000
 
 def api_for(user) -> APIClient:
     client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=user).key}")
+    client.credentials(HTTP_AUTHORIZATION=f"Token {token_create(user=user)[1]}")
     return client
 
 

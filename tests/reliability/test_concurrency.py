@@ -10,9 +10,9 @@ from collections import defaultdict
 
 import pytest
 from django.db import connection
-from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
+from accounts.services import token_create
 from conversations.models import Conversation, Message, Run
 from drafts.models import Draft
 from testbed.fake_openai import Turn, call
@@ -37,7 +37,7 @@ def test_fifty_clients_ten_conversations(worker, fake_openai, user, make_ad, set
     # One user sends all 100 turns here; the per-user run throttle has its own test.
     settings.ADSTUDIO_RUN_RATE = "1000/minute"
     fake_openai.responder = director
-    token = Token.objects.create(user=user).key
+    token = token_create(user=user)[1]
     ads = [make_ad(language="en", title=f"ad {n}") for n in range(CONVERSATIONS)]
     conversations = [Conversation.objects.create(ad=ad) for ad in ads]
     submitted: dict[str, list[str]] = defaultdict(list)  # conversation -> texts, in order

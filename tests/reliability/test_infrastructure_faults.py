@@ -21,9 +21,9 @@ from contextlib import contextmanager
 import psycopg
 import pytest
 from django.db import connection
-from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
+from accounts.services import token_create
 from conversations.models import Conversation, Message, ModelCall, Run, RunEvent
 from conversations.runs.enqueue import ENQUEUE_FAILED
 from conversations.runs.recover import runs_recover
@@ -356,7 +356,7 @@ class TestBrokerRestart:
     def test_runs_survive_a_redis_restart(self, worker, private_redis, fake_openai, user, make_ad):
         fake_openai.responder = director
         api = APIClient()
-        api.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=user).key}")
+        api.credentials(HTTP_AUTHORIZATION=f"Token {token_create(user=user)[1]}")
         first_ad, second_ad = make_ad(language="en"), make_ad(language="en", title="second")
         first, second = conversation_of(ad=first_ad), conversation_of(ad=second_ad)
 

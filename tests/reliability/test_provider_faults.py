@@ -254,14 +254,15 @@ def test_primary_down_for_the_whole_run_the_fallback_answers(fake_providers, mak
 def test_an_outage_fails_the_run_readably_over_http_and_the_api_stays_up(
     fake_providers, make_ad, user, settings
 ):
-    from rest_framework.authtoken.models import Token
     from rest_framework.test import APIClient
+
+    from accounts.services import token_create
 
     settings.ADSTUDIO_PROVIDER_FALLBACKS = []
     fake_providers.script(*[error_turn(503, JSON_500)] * 3)
     ad = make_ad(language="en")
     api = APIClient()
-    api.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=user).key}")
+    api.credentials(HTTP_AUTHORIZATION=f"Token {token_create(user=user)[1]}")
 
     generated = api.post("/api/ai/generate?wait=10", {"adId": str(ad.pk), "provider": "openai"})
     run = api.get(f"/api/runs/{generated.json()['runId']}").json()

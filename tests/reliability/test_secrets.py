@@ -8,9 +8,9 @@ import logging
 import pytest
 from django.db import connection
 from django.utils.module_loading import import_string
-from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
+from accounts.services import token_create
 from adstudio.log_context import LogContextFilter
 from conversations.models import Run
 from conversations.services import start_generation
@@ -77,7 +77,7 @@ def test_the_key_is_nowhere(fake_openai, settings, make_ad, staff_user, user):
     assert SENTINEL not in database_text()
 
     api = APIClient()
-    api.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=user).key}")
+    api.credentials(HTTP_AUTHORIZATION=f"Token {token_create(user=user)[1]}")
     for run in (ok, failed):
         assert SENTINEL not in api.get(f"/api/runs/{run.pk}").content.decode()
         assert SENTINEL not in api.get(f"/api/runs/{run.pk}/events").content.decode()

@@ -16,8 +16,8 @@ from pathlib import Path
 import httpx
 import psycopg
 import pytest
-from rest_framework.authtoken.models import Token
 
+from accounts.services import token_create
 from drafts.services import draft_create
 from providers.demo_lines import LINES
 from renders.models import Render
@@ -255,7 +255,7 @@ def test_two_web_hosts_serve_the_audio_a_third_host_stored_in_the_bucket(
         for n in (1, 2)
     ]
     worker = render_worker(tmp_path, {**shared, "MEDIA_ROOT": str(tmp_path / "worker")})
-    token = Token.objects.create(user=user).key
+    token = token_create(user=user)[1]
     try:
         worker.start()
         for host in hosts:

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
+
+from accounts.services import token_create
 
 
 def api_for(user) -> APIClient:
     client = APIClient()
-    token, _ = Token.objects.get_or_create(user=user)
-    client.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
+    _, token = token_create(user=user)
+    client.credentials(HTTP_AUTHORIZATION=f"Token {token}")
     return client

@@ -170,7 +170,10 @@ def user_token(url: str) -> str:
     import secrets
     import uuid
 
-    token = secrets.token_hex(20)
+    from accounts.models import PREFIX_LENGTH, TOKEN_MARK
+    from accounts.services import token_digest
+
+    token = TOKEN_MARK + secrets.token_urlsafe(30)
     with psycopg.connect(url) as connection:
         (user_id,) = connection.execute(
             "INSERT INTO auth_user (password, is_superuser, username, first_name, last_name, "
@@ -179,7 +182,8 @@ def user_token(url: str) -> str:
             [uuid.uuid4().hex],
         ).fetchone()
         connection.execute(
-            "INSERT INTO authtoken_token (key, user_id, created) VALUES (%s, %s, now())",
-            [token, user_id],
+            "INSERT INTO accounts_apitoken (id, user_id, name, prefix, digest, created_at, "
+            "expires_at) VALUES (%s, %s, '', %s, %s, now(), now() + interval '1 day')",
+            [uuid.uuid4(), user_id, token[:PREFIX_LENGTH], token_digest(token)],
         )
     return token

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import pytest
 from django.urls import include, path
-from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
+
+from accounts.services import token_create
 
 pytestmark = pytest.mark.django_db
 
@@ -36,9 +37,9 @@ def test_anonymous_requests_are_refused(make_voice):
 
 def test_token_and_session_authentication(user, make_voice, client):
     make_voice(name="Emma")
-    token = Token.objects.create(user=user)
+    _, token = token_create(user=user)
     by_token = APIClient()
-    by_token.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
+    by_token.credentials(HTTP_AUTHORIZATION=f"Token {token}")
     client.force_login(user)
 
     assert by_token.get(f"{LIST}?language=en").json()["results"][0]["name"] == "Emma"

@@ -15,6 +15,8 @@ from django.test import RequestFactory
 from django.urls import reverse
 from django.utils import timezone
 
+from accounts.models import ApiToken
+from accounts.services import token_create
 from conversations.models import Conversation, Run, RunStatus
 from drafts.models import Ad, Draft, DraftStatus
 from drafts.reviewers import PRODUCT_APPS, REVIEWERS
@@ -63,6 +65,8 @@ ROWS = [
         lambda w: w["unapproved"], lambda v: Voice.objects.get(pk=v.pk).approved),
     Row("voices.voice", "unapprove", "voices.approve_voice", None,
         lambda w: w["approved"], lambda v: not Voice.objects.get(pk=v.pk).approved),
+    Row("accounts.apitoken", "revoke", "accounts.change_apitoken", None,
+        lambda w: w["token"], lambda t: ApiToken.objects.get(pk=t.pk).revoked_at is not None),
     Row("voices.voice", "delete_selected", "voices.delete_voice", None,
         lambda w: w["approved"], lambda v: not Voice.objects.filter(pk=v.pk).exists()),
     Row("workspaces.invitation", "revoke", "workspaces.change_invitation",
@@ -105,12 +109,14 @@ def world(django_user_model, user) -> dict:
     invitation = invitation_send(
         workspace=workspace, kind="username", identifier="newcomer", role=Role.VIEWER, by=user
     )
+    token, _ = token_create(user=user)
     return {
         "ad": ad,
         "draft": draft,
         "run": run,
         "staff": staff,
         "invitation": invitation,
+        "token": token,
         **voices,
     }
 
@@ -151,7 +157,7 @@ def test_every_admin_action_has_a_row(django_user_model):
     actions = {
         (f"{model._meta.app_label}.{model._meta.model_name}", name)
         for model, model_admin in admin.site._registry.items()
-        if model._meta.app_label in {*PRODUCT_APPS, "renders", "evaluations"}
+        if model._meta.app_label in {*PRODUCT_APPS, "renders", "evaluations", "accounts"}
         for name in model_admin.get_actions(request)
     }
     rows = {(row.model, row.action) for row in ROWS} | READ_ONLY_ACTIONS

@@ -12,9 +12,10 @@ from django.contrib.auth.models import Group
 from django.db import transaction
 from django.urls import URLPattern, URLResolver, get_resolver
 from django.utils import timezone
-from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
+from accounts.models import ApiToken
+from accounts.services import token_create
 from conversations.models import Conversation, Run, RunStatus
 from drafts.models import Activation, Ad, Draft
 from drafts.reviewers import REVIEWERS
@@ -52,7 +53,9 @@ class World:
     run: Run  # queued
     render: Render  # of the latest versions, queued
     colleague_id: int  # a viewer of ``workspace``, whose membership the rows change
+    colleague_token: ApiToken  # nobody's but the colleague's to see or revoke
     users: dict = field(default_factory=dict)
+    tokens: dict = field(default_factory=dict)  # each caller's API token
     invitation_id: str = ""  # an open invitation to ``workspace``, of nobody among the callers
 
 
@@ -100,18 +103,12 @@ def world(django_user_model) -> World:
     invitation = invitation_send(
         workspace=workspace, kind="username", identifier="newcomer", role=Role.VIEWER, by=None
     )
+    colleague_token, _ = token_create(user=colleague)
+    tokens = {name: token_create(user=users[name])[1] for name in users}
     return World(
-        workspace,
-        target,
-        ad,
-        draft,
-        conversation,
-        run,
-        render,
-        colleague.pk,
-        users,
-        str(invitation.pk),
-    )
+        workspace, target, ad, draft, conversation, run, render, colleague.pk, colleague_token,
+        users, tokens, str(invitation.pk),
+    )  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -205,6 +202,15 @@ ROWS = [
     Row("workspace-member", "delete", colleague, Action.MANAGE_MEMBERS, 204),
     Row("voice-list", "get", lambda w: "/api/voices/?language=th", everyone=True),
     Row("voice-detail", "get", lambda w: "/api/voices/1/", ok=404, everyone=True),
+    # A person's own tokens (tests/accounts): another's answers 404, even to a superuser;
+    # a token cannot make another (only a signed-in session can).
+    Row("token-list", "get", lambda w: "/api/auth/tokens/", everyone=True),
+    Row("token-list", "post", lambda w: "/api/auth/tokens/", ok=403, everyone=True,
+        body=lambda w: {"name": "laptop"}),
+    Row("token-detail", "get", lambda w: f"/api/auth/tokens/{w.colleague_token.pk}/", ok=404,
+        everyone=True),
+    Row("token-detail", "delete", lambda w: f"/api/auth/tokens/{w.colleague_token.pk}/",
+        ok=404, everyone=True),
     Row("api-root", "get", lambda w: "/api/", everyone=True),
     Row("schema", "get", lambda w: "/api/schema/", public=True),
     Row("swagger-ui", "get", lambda w: "/api/docs/", public=True),
@@ -239,6 +245,7 @@ def snapshot(world: World) -> dict:
         "workspaces": Workspace.objects.count(),
         "members": sorted(Membership.objects.values_list("workspace_id", "user_id", "role")),
         "audit": AuditEntry.objects.count(),
+        "tokens": sorted(ApiToken.objects.values_list("id", "revoked_at")),
     }
 
 
@@ -249,8 +256,7 @@ class _Undo(Exception):
 def call(world: World, row: Row, caller: str):
     client = APIClient()
     if caller != "anonymous":
-        token, _ = Token.objects.get_or_create(user=world.users[caller])
-        client.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
+        client.credentials(HTTP_AUTHORIZATION=f"Token {world.tokens[caller]}")
     body = row.body(world) if row.body else None
     # A stream's body is not read (its generator never starts): its status is what counts.
     return getattr(client, row.method)(row.path(world), body, format="json")

@@ -11,9 +11,9 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 from prometheus_client.parser import text_string_to_metric_families
-from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
+from accounts.services import token_create
 from adstudio.observability import metrics
 from conversations.loop import run_agent
 from conversations.models import Conversation, Run
@@ -67,7 +67,7 @@ def test_metrics_are_for_staff_sessions_and_the_bearer_token(
     assert client.get("/metrics", HTTP_AUTHORIZATION="Bearer wrong-token").status_code == 401
     assert client.get("/metrics", HTTP_AUTHORIZATION=f"Bearer {metrics_on}x").status_code == 401
     # An API token is no metrics token.
-    api_token = Token.objects.create(user=staff_user).key
+    api_token = token_create(user=staff_user)[1]
     assert client.get("/metrics", HTTP_AUTHORIZATION=f"Token {api_token}").status_code == 401
     assert client.get("/metrics", HTTP_AUTHORIZATION=f"Bearer {metrics_on}").status_code == 200
 
@@ -114,7 +114,7 @@ def test_a_run_moves_the_counters_by_what_it_did(
     )
     settings.ADSTUDIO_RUN_RATE = "1/minute"
     api = APIClient()
-    api.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=user).key}")
+    api.credentials(HTTP_AUTHORIZATION=f"Token {token_create(user=user)[1]}")
     before = scrape(client, metrics_on)
 
     generated = api.post("/api/ai/generate", {"adId": str(ad.pk)})  # runs here, eagerly

@@ -15,9 +15,9 @@ import subprocess
 import sys
 
 import pytest
-from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
+from accounts.services import token_create
 from adstudio.observability import current_trace_id, hooks, switch, tracing
 from conversations.models import Run
 from conversations.services import start_generation
@@ -56,7 +56,7 @@ def worker_extra_env(collector) -> dict[str, str]:
 
 def api_for(user) -> APIClient:
     client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=user).key}")
+    client.credentials(HTTP_AUTHORIZATION=f"Token {token_create(user=user)[1]}")
     return client
 
 
