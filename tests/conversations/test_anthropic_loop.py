@@ -65,6 +65,7 @@ def test_generation_then_refinement_on_claude(claude, en_ad, voices):
         "create_voice_draft",
         "get_current_state",
         "search_voices",
+        "set_ad_length",
     ]
 
     claude.script(

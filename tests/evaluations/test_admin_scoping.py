@@ -22,7 +22,7 @@ RUNS = "/admin/evaluations/evaluationrun/"
 def kept_run(model: str, cases: dict) -> EvaluationRun:
     """A run of ``cases``: name -> (conversation or None, error)."""
     run = EvaluationRun.objects.create(
-        dataset_name="golden", dataset_path="evals/golden.yaml", dataset_hash="a" * 64,
+        dataset_name="golden", dataset_path="evals/dev.yaml", dataset_hash="a" * 64,
         provider="openai", model=model, prompt_version="v2",
     )  # fmt: skip
     for name, (conversation, error) in cases.items():
