@@ -97,6 +97,9 @@ def test_an_invalid_run_rate_is_a_start_up_error(rate):
         ),
         ({"ADSTUDIO_RENDER_LOUDNESS_LUFS": "3"}, "is louder than full scale"),
         ({"ADSTUDIO_RENDER_LOUDNESS_LUFS": "-90"}, "must be at least -70.0"),
+        ({"ADSTUDIO_RENDER_PREROLL_S": "-0.1"}, "ADSTUDIO_RENDER_PREROLL_S=-0.1 must be at"),
+        ({"ADSTUDIO_RENDER_SPEAKER_GAP_S": "7"}, "ADSTUDIO_RENDER_SPEAKER_GAP_S=7.0 is longer"),
+        ({"ADSTUDIO_RENDER_SPEAKER_GAP_S": "soon"}, "'soon' is not a number"),
         (
             {"ADSTUDIO_RENDER_LINK_SECONDS": "1"},
             "ADSTUDIO_RENDER_LINK_SECONDS=1 must be at least 10",
