@@ -13,7 +13,7 @@ import logging
 import math
 import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import timedelta
 
 from django.conf import settings
@@ -22,6 +22,7 @@ from django.db.models import F, Q
 from django.db.models.functions import Coalesce, Now
 
 from adstudio import observability
+from audio.presets import PRESETS, STREAMING
 from renders import files
 from renders.models import Render, RenderStatus
 
@@ -171,7 +172,11 @@ def _make(claim: Claim) -> Render:
             voices=render.voices.payload if render.voices else None,
             music=render.music.payload if render.music else None,
             sfx=render.sfx.payload if render.sfx else None,
-            loudness_lufs=settings.ADSTUDIO_RENDER_LOUDNESS_LUFS,
+            preset=replace(
+                PRESETS[STREAMING], loudness_lufs=settings.ADSTUDIO_RENDER_LOUDNESS_LUFS
+            ),
+            preroll_s=settings.ADSTUDIO_RENDER_PREROLL_S,
+            gap_s=settings.ADSTUDIO_RENDER_SPEAKER_GAP_S,
             progress=_renewing(claim),
         )
         render_renew(claim)
