@@ -6,6 +6,7 @@ quieter, so no player clips it."""
 from __future__ import annotations
 
 import io
+import struct
 from collections.abc import Callable
 
 import lameenc
@@ -42,10 +43,17 @@ def mp3(samples: np.ndarray, rate: int) -> bytes:
 
 
 def float_wav(samples: np.ndarray, rate: int) -> bytes:
-    """32-bit float: a stem may go past full scale before the limiter; float keeps it."""
-    out = io.BytesIO()
-    soundfile.write(out, samples.astype(np.float32), rate, format="WAV", subtype="FLOAT")
-    return out.getvalue()
+    """Mono 32-bit float WAV (a stem may go past full scale before the limiter; float keeps
+    it). Our few bytes rather than libsndfile's, whose PEAK chunk carries the time it was
+    written: the same stem gives the same file."""
+    data = samples.astype("<f4").tobytes()
+    fmt = struct.pack("<HHIIHH", 3, 1, rate, rate * 4, 4, 32)  # WAVE_FORMAT_IEEE_FLOAT
+    chunks = (
+        b"fmt " + struct.pack("<I", len(fmt)) + fmt
+        + b"fact" + struct.pack("<II", 4, len(samples))  # required of a non-PCM format
+        + b"data" + struct.pack("<I", len(data)) + data
+    )  # fmt: skip
+    return b"RIFF" + struct.pack("<I", 4 + len(chunks)) + b"WAVE" + chunks
 
 
 def decoded_peak(data: bytes) -> float:
