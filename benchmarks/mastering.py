@@ -122,7 +122,8 @@ def main() -> None:
         print(
             f"{name:9} ({preset.loudness_lufs:g} LUFS, {preset.true_peak_dbtp:g} dBTP): "
             f"worst true peak {worst_peak:.1f} dBTP ({worst_at}), largest loudness error "
-            f"{worst_error:.2f} LU, loudest decoded MP3/Opus sample {lossy_peak:.2f} dBFS, "
+            f"{worst_error:.1f} LU (ffmpeg prints tenths), loudest decoded MP3/Opus sample "
+            f"{lossy_peak:.2f} dBFS, "
             f"identical twice: {'yes' if identical else 'NO'}"
         )
     times = []
