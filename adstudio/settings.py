@@ -207,13 +207,24 @@ ADSTUDIO_RENDER_LINK_SECONDS = env_int("ADSTUDIO_RENDER_LINK_SECONDS", 900, mini
 # seconds after which a queued render whose message may have been lost is sent again. A 30 s
 # ad renders in about a second.
 ADSTUDIO_RENDER_STALE_AFTER = env_int("ADSTUDIO_RENDER_STALE_AFTER", 20, minimum=2)
-# The loudness a scratch track is normalised to, LUFS integrated (ITU-R BS.1770).
+# The loudness the `streaming` preset normalises a scratch track to, LUFS integrated (ITU-R
+# BS.1770); the broadcast presets keep their standards' (audio.presets).
 ADSTUDIO_RENDER_LOUDNESS_LUFS = env_float("ADSTUDIO_RENDER_LOUDNESS_LUFS", -16.0, minimum=-70.0)
 if ADSTUDIO_RENDER_LOUDNESS_LUFS > -1:
     raise ImproperlyConfigured(
         f"ADSTUDIO_RENDER_LOUDNESS_LUFS={ADSTUDIO_RENDER_LOUDNESS_LUFS} is louder than full "
         "scale: a loudness target is negative, e.g. -16 (streaming) or -23 (broadcast)."
     )
+# Seconds of quiet before the first words of a scratch track, and between two speakers
+# where the script gives neither an overlap nor a gap (overlap 0): air a real ad leaves.
+ADSTUDIO_RENDER_PREROLL_S = env_float("ADSTUDIO_RENDER_PREROLL_S", 0.3, minimum=0.0)
+ADSTUDIO_RENDER_SPEAKER_GAP_S = env_float("ADSTUDIO_RENDER_SPEAKER_GAP_S", 0.25, minimum=0.0)
+for _name in ("ADSTUDIO_RENDER_PREROLL_S", "ADSTUDIO_RENDER_SPEAKER_GAP_S"):
+    if globals()[_name] > 5:
+        raise ImproperlyConfigured(
+            f"{_name}={globals()[_name]} is longer than 5 s: it is seconds of quiet in an ad "
+            "of 15 to 60, e.g. 0.3."
+        )
 
 STATIC_URL = "static/"
 # Where `manage.py collectstatic` puts the files that WhiteNoise serves in production.

@@ -1,34 +1,38 @@
 """A scratch track of an ad: the guide voice of each track placed by the timeline, a music
 bed that is plainly a placeholder (a soft pad pulsing at the prompt's bpm), each sound
-effect as a tone or noise burst of its own, the music ducked under the speech, the whole
-normalised to a loudness target (ITU-R BS.1770, pyloudnorm) and written as WAV or
-Ogg/Opus (libsndfile, through soundfile).
+effect as a tone or noise burst of its own, the music ducked under the speech; mastered
+at 48 kHz to a loudness preset (``audio.mastering``: integrated loudness and a true-peak
+ceiling) and delivered as broadcast WAV, Ogg/Opus, MP3 and a stem per kind
+(``Mix.deliverables``).
 
 Everything is measured from the audio made: each track's length is its synthesis's, so
-the timeline returned is where the speech actually is.
+the timeline returned is where the speech actually is. The same payloads give the same
+samples.
 """
 
 from __future__ import annotations
 
 import hashlib
-import io
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from datetime import datetime
 
 import numpy as np
-import pyloudnorm
-import soundfile
+from scipy.ndimage import maximum_filter1d, uniform_filter1d
 from scipy.signal import resample_poly
 
-from audio import speech
+from audio import bwf, encode, mastering, speech
+from audio.loudness import Measured
+from audio.presets import DEFAULT, PRESETS, Preset
 from audio.timeline import Timeline, timeline
 
 DEFAULT_BPM = 100
 MUSIC_LEVEL, DUCKED_LEVEL = 0.5, 0.15  # the bed's gain, and under speech
 DUCK_RAMP_S = 0.08
-OPUS_RATE = 48_000  # the only rates Opus takes are 8, 12, 16, 24 and 48 kHz
+RATE = 48_000  # the masters' rate: broadcast WAV's, and the only one Opus takes of ours
+KINDS = ("voices", "music", "sfx")
 
 
 class RenderError(ValueError):
@@ -37,10 +41,14 @@ class RenderError(ValueError):
 
 @dataclass
 class Mix:
-    samples: np.ndarray  # float32 mono, -1..1
+    samples: np.ndarray  # float32 mono, -1..1: the master
     sample_rate: int
     timeline: Timeline
-    loudness_lufs: float  # measured after normalising
+    preset: Preset
+    measured: Measured  # the master's loudness and true peak
+    # Each kind rendered, at the master's loudness gain but before its limiter: they sum
+    # to the master before limiting, sample for sample (within float rounding).
+    stems: dict[str, np.ndarray]
     synthesis_s: float  # seconds of speech synthesised
     synthesis_wall_s: float  # seconds it took to synthesise them
     warnings: list[str]
@@ -49,16 +57,45 @@ class Mix:
     def seconds(self) -> float:
         return len(self.samples) / self.sample_rate
 
-    def wav(self) -> bytes:
-        out = io.BytesIO()
-        soundfile.write(out, self.samples, self.sample_rate, format="WAV", subtype="PCM_16")
-        return out.getvalue()
+    @property
+    def loudness_lufs(self) -> float:
+        return round(self.measured.integrated_lufs, 2)
+
+    @property
+    def true_peak_dbtp(self) -> float:
+        return round(self.measured.true_peak_dbtp, 2)
+
+    def wav(self, *, description: str = "", originated: datetime | None = None) -> bytes:
+        """Broadcast WAV, 48 kHz 24-bit, its bext chunk saying the loudness measured."""
+        bext = bwf.Bext(
+            description=description or "AdStudio scratch track",
+            originated=originated or datetime.now(),
+            measured=self.measured,
+            coding_history=(
+                f"A=PCM,F={self.sample_rate},W=24,M=mono,T=AdStudio {self.preset.name}\r\n"
+            ),
+        )
+        return bwf.broadcast_wav(self.samples, self.sample_rate, bext)
 
     def ogg_opus(self) -> bytes:
-        resampled = resample_poly(self.samples, OPUS_RATE, self.sample_rate).astype(np.float32)
-        out = io.BytesIO()
-        soundfile.write(out, resampled.clip(-1, 1), OPUS_RATE, format="OGG", subtype="OPUS")
-        return out.getvalue()
+        return encode.ogg_opus(self.samples, self.sample_rate)
+
+    def mp3(self) -> bytes:
+        return encode.mp3(self.samples, self.sample_rate)
+
+    def deliverables(
+        self, *, description: str = "", originated: datetime | None = None
+    ) -> dict[str, bytes]:
+        """Every file of the render by format: ``ogg``, ``wav``, ``mp3`` and a stem per
+        kind rendered (``voices.wav``, ``music.wav``, ``sfx.wav``: float WAV)."""
+        files = {
+            "ogg": self.ogg_opus(),
+            "wav": self.wav(description=description, originated=originated),
+            "mp3": self.mp3(),
+        }
+        for kind, stem in self.stems.items():
+            files[f"{kind}.wav"] = encode.float_wav(stem, self.sample_rate)
+        return files
 
 
 def render(
@@ -68,91 +105,96 @@ def render(
     voices: dict | None,
     music: dict | None,
     sfx: dict | None,
-    loudness_lufs: float = -16.0,
+    preset: Preset = PRESETS[DEFAULT],
+    cast: Mapping[str, Mapping[str, str]] | None = None,
+    preroll_s: float = 0.0,
+    gap_s: float = 0.0,
     progress: Callable[[], None] | None = None,
 ) -> Mix:
     """The scratch track of these payloads (any may be None: that kind is left out).
-    ``progress`` is called after each voice track is synthesised (the render's longest
-    part): the caller's sign of life, which may raise to stop the render."""
-    rate = speech.sample_rate()
+    ``cast`` gives each voice id's catalogue ``gender`` and ``age`` (its guide voice);
+    ``preroll_s`` and ``gap_s`` are the timeline's. ``progress`` is called after each
+    voice track is synthesised (the render's longest part): the caller's sign of life,
+    which may raise to stop the render."""
+    speech_rate = speech.sample_rate()
     warnings: list[str] = []
     tracks = (voices or {}).get("voiceTracks", [])
     started = time.perf_counter()
     spoken = []
     for track in tracks:
-        spoken.append(_speech(track, language, warnings))
+        voice = (cast or {}).get(str(track.get("voiceId", "")))
+        spoken.append(_speech(track, language, voice, warnings))
         if progress is not None:
             progress()
     synthesis_wall_s = time.perf_counter() - started
-    lengths = [len(samples) / rate for samples in spoken]
+    lengths = [len(samples) / speech_rate for samples in spoken]
     try:
         placed = timeline(
-            slot_s=slot_s, voices=voices, music=music, sfx=sfx, voice_lengths_s=lengths
+            slot_s=slot_s,
+            voices=voices,
+            music=music,
+            sfx=sfx,
+            voice_lengths_s=lengths,
+            preroll_s=preroll_s,
+            gap_s=gap_s,
         )
     except ValueError as exc:
         raise RenderError(str(exc)) from None
-    total = round(placed.length_s * rate)
-    voice = np.zeros(total, dtype=np.float32)
+    voice = np.zeros(round(placed.length_s * speech_rate), dtype=np.float32)
     voice_segments = [s for s in placed.segments if s.kind == "voice"]
     for segment, samples in zip(voice_segments, spoken, strict=True):
-        start = round(segment.start_s * rate)
+        start = round(segment.start_s * speech_rate)
         voice[start : start + len(samples)] += samples
-    mixed = voice.copy()
+    total = round(placed.length_s * RATE)
+    stems = {"voices": _resampled(voice, speech_rate, total)}
+    stems["music"], stems["sfx"] = np.zeros(total, np.float32), np.zeros(total, np.float32)
+    ducking = _ducking(stems["voices"], RATE)
     for segment in placed.segments:
-        start, end = round(segment.start_s * rate), round(segment.end_s * rate)
+        start, end = round(segment.start_s * RATE), round(segment.end_s * RATE)
         if segment.kind == "music":
-            bed = _music_bed(end - start, rate, _bpm(segment.label))
-            mixed[start:end] += bed * _ducking(voice, rate)[start:end]
+            bed = _music_bed(end - start, RATE, _bpm(segment.label))
+            stems["music"][start:end] += bed * ducking[start:end]
         elif segment.kind == "sfx":
-            mixed[start:end] += _effect(segment.label, end - start, rate)
-    mixed = _normalised(mixed, rate, loudness_lufs)
+            stems["sfx"][start:end] += _effect(segment.label, end - start, RATE)
+    present = dict(zip(KINDS, (voices, music, sfx), strict=True))
+    stems = {kind: stem for kind, stem in stems.items() if present[kind] is not None}
+    premaster = sum(stems.values(), np.zeros(total, np.float32))
+    mastered = mastering.master(premaster, RATE, preset)
+    gain = np.float32(10 ** (mastered.gain_db / 20)) if np.isfinite(mastered.gain_db) else 1
     return Mix(
-        samples=mixed.astype(np.float32),
-        sample_rate=rate,
+        samples=mastered.samples,
+        sample_rate=RATE,
         timeline=placed,
-        loudness_lufs=round(_loudness(mixed, rate), 2),
+        preset=preset,
+        measured=mastered.measured,
+        stems={kind: (stem * gain).astype(np.float32) for kind, stem in stems.items()},
         synthesis_s=sum(lengths),
         synthesis_wall_s=synthesis_wall_s,
         warnings=placed.warnings + warnings,
     )
 
 
-def _speech(track: dict, language: str, warnings: list[str]) -> np.ndarray:
+def _resampled(samples: np.ndarray, rate: int, count: int) -> np.ndarray:
+    """``samples`` at ``RATE``, exactly ``count`` long (the timeline's length)."""
+    common = np.gcd(rate, RATE)
+    out = resample_poly(samples, RATE // common, rate // common).astype(np.float32)
+    return np.pad(out, (0, max(0, count - len(out))))[:count]
+
+
+def _speech(
+    track: dict, language: str, voice: Mapping[str, str] | None, warnings: list[str]
+) -> np.ndarray:
     speed = float(track.get("speed", 1.0) or 1.0)
+    guide = speech.guide_voice(
+        str(track.get("voiceId", "")),
+        gender=(voice or {}).get("gender", ""),
+        age=(voice or {}).get("age", ""),
+    )
     try:
-        return speech.synthesize(track.get("text", ""), language=language, speed=speed)
+        return speech.synthesize(track.get("text", ""), language=language, speed=speed, voice=guide)
     except speech.SpeechUnavailable:
         warnings.append(f"{track['id']}: no guide voice for {language!r}; read in English")
-        return speech.synthesize(track.get("text", ""), language="en", speed=speed)
-
-
-LIMIT = 0.9  # above this a peak is bent down softly, never past 1.0
-
-
-def _normalised(samples: np.ndarray, rate: int, target_lufs: float) -> np.ndarray:
-    """``samples`` at ``target_lufs`` integrated, the peaks the gain pushes past ``LIMIT``
-    bent down softly; a few passes, as the bending lowers the loudness a little."""
-    for _ in range(4):
-        level = _loudness(samples, rate)
-        if not np.isfinite(level) or abs(level - target_lufs) < 0.05:
-            break
-        samples = _soft_limited(samples * np.float32(10 ** ((target_lufs - level) / 20)))
-    return samples.astype(np.float32)
-
-
-def _soft_limited(samples: np.ndarray) -> np.ndarray:
-    size = np.abs(samples)
-    over = size > LIMIT
-    bent = LIMIT + (1 - LIMIT) * np.tanh((size[over] - LIMIT) / (1 - LIMIT))
-    samples = samples.copy()
-    samples[over] = np.sign(samples[over]) * bent
-    return samples
-
-
-def _loudness(samples: np.ndarray, rate: int) -> float:
-    if len(samples) < rate * 0.4:  # BS.1770 gates over 400 ms blocks
-        return float("-inf")
-    return float(pyloudnorm.Meter(rate).integrated_loudness(samples.astype(np.float64)))
+        return speech.synthesize(track.get("text", ""), language="en", speed=speed, voice=guide)
 
 
 _BPM = re.compile(r"(\d{2,3})\s*bpm", re.IGNORECASE)
@@ -178,10 +220,10 @@ def _ducking(voice: np.ndarray, rate: int) -> np.ndarray:
     """The music's gain over time: lower wherever the speech is, with short ramps."""
     talking = (np.abs(voice) > speech.SILENCE).astype(np.float32)
     window = max(1, round(0.25 * rate))  # words' short pauses do not let the bed jump up
-    held = np.convolve(talking, np.ones(window, dtype=np.float32), mode="same") > 0
+    held = maximum_filter1d(talking, size=window, mode="constant") > 0
     gain = np.where(held, DUCKED_LEVEL, MUSIC_LEVEL).astype(np.float32)
     ramp = max(1, round(DUCK_RAMP_S * rate))
-    return np.convolve(gain, np.ones(ramp, dtype=np.float32) / ramp, mode="same")
+    return uniform_filter1d(gain, size=ramp, mode="nearest")
 
 
 def _effect(description: str, count: int, rate: int) -> np.ndarray:

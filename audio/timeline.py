@@ -3,6 +3,10 @@ track starts when the track it follows ends, minus its overlap (a negative overl
 gap), or at 0 after "start"; the music from 0 for its duration; an effect at the start,
 ending with the ad, or when a voice track ends. Given each track's length (measured from
 its synthesis, or estimated), the arithmetic is this module's alone.
+
+A render also leaves a pre-roll before the speech and a gap between speakers where the
+script gives neither an overlap nor a gap (``preroll_s``, ``gap_s``); an estimate passes
+neither and places the script as written.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ class Segment:
     start_s: float
     end_s: float
     label: str = ""
+    under_speech_s: float = 0.0  # an effect's seconds that play while someone speaks
 
 
 @dataclass(frozen=True)
@@ -48,16 +53,7 @@ class Timeline:
             "slotS": self.slot_s,
             "lengthS": self.length_s,
             "speechEndS": round(self.speech_end_s, 3),
-            "segments": [
-                {
-                    "kind": s.kind,
-                    "ref": s.ref,
-                    "startS": round(s.start_s, 3),
-                    "endS": round(s.end_s, 3),
-                    "label": s.label,
-                }
-                for s in self.segments
-            ],
+            "segments": [_segment_json(s) for s in self.segments],
             "joins": [
                 {"after": j.after, "track": j.track, "overlapS": round(j.overlap_s, 3)}
                 for j in self.joins
@@ -66,19 +62,39 @@ class Timeline:
         }
 
 
+def _segment_json(segment: Segment) -> dict[str, Any]:
+    shown: dict[str, Any] = {
+        "kind": segment.kind,
+        "ref": segment.ref,
+        "startS": round(segment.start_s, 3),
+        "endS": round(segment.end_s, 3),
+        "label": segment.label,
+    }
+    if segment.kind == "sfx":  # the review desk and the scorers: an effect over a voice
+        shown["underSpeechS"] = round(segment.under_speech_s, 3)
+    return shown
+
+
 def voice_segments(
-    tracks: list[dict[str, Any]], lengths_s: list[float]
+    tracks: list[dict[str, Any]],
+    lengths_s: list[float],
+    *,
+    preroll_s: float = 0.0,
+    gap_s: float = 0.0,
 ) -> tuple[list[Segment], list[Join]]:
-    """Each track's start and end, and how it joins the track it follows."""
+    """Each track's start and end, and how it joins the track it follows. A track after
+    "start" begins at ``preroll_s``; one that follows another with overlap 0 (the script
+    gives neither an overlap nor a gap) begins ``gap_s`` after it ends."""
     segments: list[Segment] = []
     joins: list[Join] = []
     ends: dict[str, float] = {}
     for track, length in zip(tracks, lengths_s, strict=True):
         after = track.get("playAfter", "start")
         if after == "start":
-            start = 0.0
+            start = preroll_s
         elif after in ends:
-            start = max(ends[after] - float(track.get("overlap", 0.0)), 0.0)
+            overlap = float(track.get("overlap", 0.0) or 0.0)
+            start = max(ends[after] - (overlap if overlap else -gap_s), 0.0)
             joins.append(Join(after=after, track=track["id"], overlap_s=ends[after] - start))
         else:
             raise ValueError(f"{track['id']} plays after {after!r}, which is not an earlier track")
@@ -114,9 +130,13 @@ def timeline(
     music: dict[str, Any] | None,
     sfx: dict[str, Any] | None,
     voice_lengths_s: list[float],
+    preroll_s: float = 0.0,
+    gap_s: float = 0.0,
 ) -> Timeline:
+    """The whole ad placed: ``preroll_s`` and ``gap_s`` as ``voice_segments`` takes them.
+    Each effect says how long it plays under speech (``underSpeechS``)."""
     tracks = (voices or {}).get("voiceTracks", [])
-    segments, joins = voice_segments(tracks, voice_lengths_s)
+    segments, joins = voice_segments(tracks, voice_lengths_s, preroll_s=preroll_s, gap_s=gap_s)
     warnings = []
     speech_end = max((s.end_s for s in segments), default=0.0)
     if speech_end > slot_s:
@@ -131,6 +151,7 @@ def timeline(
                 f"the music ({duration:g} s) stops before the speech ends ({speech_end:.2f} s)"
             )
     voice_ends = [s.end_s for s in segments if s.kind == "voice"]
+    speaking = _merged([(s.start_s, s.end_s) for s in segments if s.kind == "voice"])
     for n, effect in enumerate((sfx or {}).get("soundFxPrompts", [])):
         length = float(effect.get("duration", 3.0))
         placement = effect.get("placement") or {}
@@ -151,7 +172,14 @@ def timeline(
                 f"after the {slot_s:g} s slot"
             )
         segments.append(
-            Segment("sfx", f"sfx-{n}", start, start + length, str(effect.get("description", "")))
+            Segment(
+                "sfx",
+                f"sfx-{n}",
+                start,
+                start + length,
+                str(effect.get("description", "")),
+                under_speech_s=_under_speech(start, start + length, speaking),
+            )
         )
     length_s = max([slot_s, *(s.end_s for s in segments)])
     return Timeline(
@@ -161,3 +189,18 @@ def timeline(
         joins=joins,
         warnings=warnings,
     )
+
+
+def _merged(spans: list[tuple[float, float]]) -> list[tuple[float, float]]:
+    """The spans as disjoint ones: voices that overlap count once."""
+    merged: list[tuple[float, float]] = []
+    for start, end in sorted(spans):
+        if merged and start <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], end))
+        else:
+            merged.append((start, end))
+    return merged
+
+
+def _under_speech(start: float, end: float, speaking: list[tuple[float, float]]) -> float:
+    return sum(max(0.0, min(end, b) - max(start, a)) for a, b in speaking)

@@ -31,7 +31,7 @@ from adstudio.serializers import InputSerializer
 from drafts.models import DraftKind
 from drafts.selectors import ads_for
 from renders import files
-from renders.models import Render, RenderStatus
+from renders.models import FILE_FIELDS, Render, RenderPreset, RenderStatus
 from renders.services import (
     ACTIVE,
     LATEST,
@@ -63,12 +63,30 @@ class RenderRequestSerializer(InputSerializer):
     sfx = serializers.RegexField(
         _VERSION, required=False, allow_null=True, help_text='"v3"; null leaves effects out.'
     )
+    preset = serializers.ChoiceField(
+        choices=RenderPreset.choices,
+        default=RenderPreset.STREAMING,
+        help_text="The loudness it is mastered to: streaming (-16 LUFS, -1 dBTP), broadcast "
+        "(EBU R 128: -23 LUFS, -1 dBTP) or atsc (ATSC A/85: -24 LKFS, -2 dBTP). The same "
+        "versions at another preset are another render.",
+        error_messages={
+            "invalid_choice": '"{input}" is not a preset: use '
+            + ", ".join(RenderPreset.values[:-1])
+            + f" or {RenderPreset.values[-1]}."
+        },
+    )
 
 
 class RenderVersionsSerializer(serializers.Serializer):
     voices = serializers.CharField(allow_null=True)
     music = serializers.CharField(allow_null=True)
     sfx = serializers.CharField(allow_null=True)
+
+
+class RenderStemsSerializer(serializers.Serializer):
+    voices = serializers.URLField(allow_null=True)
+    music = serializers.URLField(allow_null=True)
+    sfx = serializers.URLField(allow_null=True)
 
 
 class RenderSerializer(serializers.Serializer):
@@ -80,11 +98,24 @@ class RenderSerializer(serializers.Serializer):
         help_text="Measured from the audio: each part's startS and endS, the joins of the "
         "voice tracks, the ad's length against its slot, and warnings."
     )
+    preset = serializers.ChoiceField(choices=RenderPreset.choices)
     seconds = serializers.FloatField(allow_null=True)
-    loudnessLufs = serializers.FloatField(source="loudness_lufs", allow_null=True)
+    loudnessLufs = serializers.FloatField(
+        source="loudness_lufs", allow_null=True, help_text="Integrated, as measured."
+    )
+    truePeakDbtp = serializers.FloatField(
+        source="true_peak_dbtp", allow_null=True, help_text="True peak, as measured."
+    )
     renderMs = serializers.IntegerField(source="render_ms", allow_null=True)
     audioUrl = serializers.SerializerMethodField(help_text="Ogg/Opus; expires.")
-    wavUrl = serializers.SerializerMethodField(help_text="WAV; expires.")
+    wavUrl = serializers.SerializerMethodField(
+        help_text="Broadcast WAV, 48 kHz 24-bit, with its bext chunk; expires."
+    )
+    mp3Url = serializers.SerializerMethodField(help_text="MP3; expires.")
+    stemUrls = serializers.SerializerMethodField(
+        help_text="Each kind alone (float WAV, before the limiter); null for a kind left "
+        "out; expire."
+    )
     error = serializers.CharField()
     createdAt = serializers.DateTimeField(source="created_at")
     finishedAt = serializers.DateTimeField(source="finished_at", allow_null=True)
@@ -101,7 +132,7 @@ class RenderSerializer(serializers.Serializer):
         }
 
     def _link(self, render: Render, fmt: str) -> str | None:
-        if render.status != RenderStatus.DONE:
+        if render.status != RenderStatus.DONE or fmt not in render.file_names():
             return None
         request = self.context["request"]
         token = audio_link_token(render, user=request.user, fmt=fmt)
@@ -113,6 +144,13 @@ class RenderSerializer(serializers.Serializer):
 
     def get_wavUrl(self, render: Render) -> str | None:
         return self._link(render, "wav")
+
+    def get_mp3Url(self, render: Render) -> str | None:
+        return self._link(render, "mp3")
+
+    @extend_schema_field(RenderStemsSerializer)
+    def get_stemUrls(self, render: Render) -> dict[str, str | None]:
+        return {kind: self._link(render, f"{kind}.wav") for kind in ("voices", "music", "sfx")}
 
 
 def _version_number(label: str | None) -> int | None:
@@ -144,7 +182,9 @@ class AdRendersView(APIView):
             kind: _version_number(values[kind]) for kind in DraftKind.values if kind in values
         }
         versions = versions_of(ad, base=values["of"], chosen=chosen)
-        render, _ = render_request(ad=ad, versions=versions, user=request.user)
+        render, _ = render_request(
+            ad=ad, versions=versions, preset=values["preset"], user=request.user
+        )
         render = Render.objects.select_related("voices", "music", "sfx").get(pk=render.pk)
         body = RenderSerializer(render, context={"request": request}).data
         return Response(body, status=status.HTTP_202_ACCEPTED)
@@ -180,8 +220,10 @@ class RenderAudioView(APIView):
         responses={
             (200, "audio/ogg"): OpenApiResponse(OpenApiTypes.BINARY),
             (200, "audio/wav"): OpenApiResponse(OpenApiTypes.BINARY),
+            (200, "audio/mpeg"): OpenApiResponse(OpenApiTypes.BINARY),
             (206, "audio/ogg"): OpenApiResponse(OpenApiTypes.BINARY, description="A range."),
             (206, "audio/wav"): OpenApiResponse(OpenApiTypes.BINARY, description="A range."),
+            (206, "audio/mpeg"): OpenApiResponse(OpenApiTypes.BINARY, description="A range."),
             404: OpenApiResponse(
                 description="No such render, the link expired, or its file is missing from "
                 "storage (the render is then queued again: ask for the render again)."
@@ -199,7 +241,9 @@ class RenderAudioView(APIView):
         if found is None or str(found[0].pk) != str(pk):
             raise Http404("No such render, or the link expired.")
         render, fmt = found
-        name = (render.audio if fmt == "ogg" else render.wav).name
+        name = getattr(render, FILE_FIELDS[fmt]).name
+        if not name:  # a kind the render does not have
+            raise Http404("No such render, or the link expired.")
         try:
             stream, size = files.opened(name)
         except FileNotFoundError:
@@ -228,7 +272,7 @@ class RenderAudioView(APIView):
         response = StreamingHttpResponse(
             body,
             status=206 if wanted else 200,
-            content_type="audio/ogg" if fmt == "ogg" else "audio/wav",
+            content_type=files.CONTENT_TYPES[fmt],
         )
         response["Content-Length"] = str(length)
         if wanted:

@@ -20,11 +20,21 @@ from adstudio.file_storage import PART_SUFFIX
 logger = logging.getLogger(__name__)
 
 FOLDER = "renders"
-FORMATS = ("ogg", "wav")
+# The mix as Ogg/Opus, broadcast WAV and MP3, and a stem per kind (float WAV).
+CONTENT_TYPES = {
+    "ogg": "audio/ogg",
+    "wav": "audio/wav",
+    "mp3": "audio/mpeg",
+    "voices.wav": "audio/wav",
+    "music.wav": "audio/wav",
+    "sfx.wav": "audio/wav",
+}
+FORMATS = tuple(CONTENT_TYPES)
+_ANY_FORMAT = "|".join(re.escape(fmt) for fmt in FORMATS)
 # <claim>.<format>, or a temporary file of one being written: <claim>.<format>.<hex>.part
-_IN_RENDER = re.compile(rf"^(\d+)\.({'|'.join(FORMATS)})(\.[0-9a-f]+{re.escape(PART_SUFFIX)})?$")
+_IN_RENDER = re.compile(rf"^(\d+)\.({_ANY_FORMAT})(\.[0-9a-f]+{re.escape(PART_SUFFIX)})?$")
 # Renders made before names carried their claim: renders/<render id>.<format>
-_FLAT = re.compile(rf"^([0-9a-f-]{{36}})\.({'|'.join(FORMATS)})$")
+_FLAT = re.compile(r"^([0-9a-f-]{36})\.(ogg|wav)$")
 
 
 class StorageFailed(Exception):

@@ -13,17 +13,20 @@ import logging
 import math
 import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import timedelta
 
 from django.conf import settings
 from django.db import InterfaceError, OperationalError, connection, transaction
 from django.db.models import F, Q
 from django.db.models.functions import Coalesce, Now
+from django.utils import timezone
 
 from adstudio import observability
+from audio.presets import PRESETS, STREAMING
 from renders import files
-from renders.models import Render, RenderStatus
+from renders.models import FILE_FIELDS, Render, RenderPreset, RenderStatus
+from voices.selectors import voice_traits_by_id
 
 logger = logging.getLogger(__name__)
 
@@ -163,19 +166,27 @@ def _make(claim: Claim) -> Render:
     from audio import mix
 
     render = Render.objects.select_related("ad", "voices", "music", "sfx").get(pk=claim.render_id)
+    voices = render.voices.payload if render.voices else None
+    cast = voice_traits_by_id(t.get("voiceId", "") for t in (voices or {}).get("voiceTracks", []))
     started = time.monotonic()
     try:
         made = mix.render(
             language=render.ad.language,
             slot_s=float(render.ad.duration_s),
-            voices=render.voices.payload if render.voices else None,
+            voices=voices,
             music=render.music.payload if render.music else None,
             sfx=render.sfx.payload if render.sfx else None,
-            loudness_lufs=settings.ADSTUDIO_RENDER_LOUDNESS_LUFS,
+            preset=preset_of(render.preset),
+            cast=cast,
+            preroll_s=settings.ADSTUDIO_RENDER_PREROLL_S,
+            gap_s=settings.ADSTUDIO_RENDER_SPEAKER_GAP_S,
             progress=_renewing(claim),
         )
         render_renew(claim)
-        audio = {"ogg": made.ogg_opus(), "wav": made.wav()}
+        audio = made.deliverables(
+            description=f"{render.ad.title}: {render.versions_label()}"[:256],
+            originated=timezone.localtime(),
+        )
         render_renew(claim)
     except (ClaimLost, *UNREACHABLE):
         raise
@@ -214,11 +225,11 @@ def _done(claim: Claim, names: dict[str, str], made, *, render_ms: int) -> None:
     )
     fields = {
         "status": RenderStatus.DONE,
-        "audio": names["ogg"],
-        "wav": names["wav"],
+        **{FILE_FIELDS[fmt]: name for fmt, name in names.items()},
         "timeline": timeline,
         "seconds": finite(round(made.seconds, 3)),
         "loudness_lufs": finite(made.loudness_lufs),
+        "true_peak_dbtp": finite(made.true_peak_dbtp),
         "render_ms": render_ms,
         "error": "",
         "lease_expires_at": None,
@@ -226,6 +237,15 @@ def _done(claim: Claim, names: dict[str, str], made, *, render_ms: int) -> None:
     }
     if not _held(claim).update(**fields):
         raise ClaimLost
+
+
+def preset_of(name: str):
+    """The mastering of a render's preset; ``streaming`` at
+    ``ADSTUDIO_RENDER_LOUDNESS_LUFS``."""
+    preset = PRESETS[RenderPreset(name).value]
+    if preset.name == STREAMING:
+        preset = replace(preset, loudness_lufs=settings.ADSTUDIO_RENDER_LOUDNESS_LUFS)
+    return preset
 
 
 def _failed(claim: Claim, error: str) -> Render:

@@ -34,6 +34,25 @@ class RenderStatus(models.TextChoices):
     FAILED = "failed", "Failed"
 
 
+class RenderPreset(models.TextChoices):
+    """The loudness a render is mastered to (``audio.presets`` has the figures)."""
+
+    STREAMING = "streaming", "Streaming (-16 LUFS, -1 dBTP)"
+    BROADCAST = "broadcast", "Broadcast, EBU R 128 (-23 LUFS, -1 dBTP)"
+    ATSC = "atsc", "ATSC A/85 (-24 LKFS, -2 dBTP)"
+
+
+# Each file a render stores, by its format (``renders.files``): the field naming it.
+FILE_FIELDS = {
+    "ogg": "audio",
+    "wav": "wav",
+    "mp3": "mp3",
+    "voices.wav": "voices_stem",
+    "music.wav": "music_stem",
+    "sfx.wav": "sfx_stem",
+}
+
+
 class Render(models.Model):
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     ad = models.ForeignKey("drafts.Ad", on_delete=models.CASCADE, related_name="renders")
@@ -50,15 +69,25 @@ class Render(models.Model):
     # The versions as one value, unique with the ad on every database (a unique constraint
     # over the nullable columns would let NULLs repeat); a check keeps it true to them.
     combination = models.CharField(max_length=100, editable=False)
+    # Part of what a render is: the same versions at another preset are another render.
+    preset = models.CharField(
+        max_length=10, choices=RenderPreset.choices, default=RenderPreset.STREAMING
+    )
     status = models.CharField(max_length=10, choices=RenderStatus.choices, default="queued")
     # Measured from the audio made: each part's start and end, joins, warnings.
     timeline = models.JSONField(default=dict, blank=True)
     # Named only once whole in storage (renders.files): the row is done after its files.
     audio = models.FileField(upload_to="renders/", blank=True, help_text="Ogg/Opus.")
-    wav = models.FileField(upload_to="renders/", blank=True)
+    wav = models.FileField(upload_to="renders/", blank=True, help_text="Broadcast WAV.")
+    mp3 = models.FileField(upload_to="renders/", blank=True)
+    # A stem per kind rendered (float WAV, before the limiter); none for a kind left out.
+    voices_stem = models.FileField(upload_to="renders/", blank=True)
+    music_stem = models.FileField(upload_to="renders/", blank=True)
+    sfx_stem = models.FileField(upload_to="renders/", blank=True)
     seconds = models.FloatField(null=True, blank=True)
     # None for a silent mix: BS.1770 gives it -inf, which JSON cannot carry.
     loudness_lufs = models.FloatField(null=True, blank=True)
+    true_peak_dbtp = models.FloatField(null=True, blank=True)
     render_ms = models.PositiveIntegerField(null=True, blank=True)
     error = models.TextField(blank=True)
     requested_by = models.ForeignKey(
@@ -80,8 +109,13 @@ class Render(models.Model):
 
     class Meta:
         constraints = [
-            # The same combination is never rendered twice, a missing kind included.
-            models.UniqueConstraint(fields=["ad", "combination"], name="render_once_per_versions"),
+            # The same combination is never rendered twice at a preset, a missing kind included.
+            models.UniqueConstraint(
+                fields=["ad", "combination", "preset"], name="render_once_per_versions_preset"
+            ),
+            models.CheckConstraint(
+                condition=Q(preset__in=RenderPreset.values), name="render_preset_valid"
+            ),
             models.CheckConstraint(
                 condition=Q(
                     combination=Concat(
@@ -97,9 +131,18 @@ class Render(models.Model):
             models.CheckConstraint(
                 condition=Q(status__in=RenderStatus.values), name="render_status_valid"
             ),
-            # Done means its files are whole in storage and named here.
+            # Done means its files are whole in storage and named here: the mix in each
+            # format, and a stem for each kind it has.
             models.CheckConstraint(
-                condition=~Q(status=RenderStatus.DONE) | (~Q(audio="") & ~Q(wav="")),
+                condition=~Q(status=RenderStatus.DONE)
+                | (
+                    ~Q(audio="")
+                    & ~Q(wav="")
+                    & ~Q(mp3="")
+                    & (Q(voices__isnull=True) | ~Q(voices_stem=""))
+                    & (Q(music__isnull=True) | ~Q(music_stem=""))
+                    & (Q(sfx__isnull=True) | ~Q(sfx_stem=""))
+                ),
                 name="render_done_has_audio",
             ),
             # A failure always says why.
@@ -122,6 +165,11 @@ class Render(models.Model):
                 condition=Q(seconds__isnull=True) | Q(seconds__gte=0, seconds__lte=86400),
                 name="render_seconds_finite",
             ),
+            models.CheckConstraint(
+                condition=Q(true_peak_dbtp__isnull=True)
+                | Q(true_peak_dbtp__gte=-200, true_peak_dbtp__lte=20),
+                name="render_true_peak_finite",
+            ),
         ]
 
     def __str__(self) -> str:
@@ -130,6 +178,11 @@ class Render(models.Model):
     def save(self, *args, **kwargs) -> None:
         self.combination = combination_of(self.voices_id, self.music_id, self.sfx_id)
         super().save(*args, **kwargs)
+
+    def file_names(self) -> dict[str, str]:
+        """The files the row names, by format."""
+        named = {fmt: getattr(self, field).name for fmt, field in FILE_FIELDS.items()}
+        return {fmt: name for fmt, name in named.items() if name}
 
     def versions_label(self) -> str:
         parts = [

@@ -15,7 +15,7 @@ from django.db.models.functions import Now
 
 from adstudio import observability
 from renders import files
-from renders.models import Render, RenderStatus
+from renders.models import FILE_FIELDS, Render, RenderStatus
 from renders.services import render_enqueue
 
 logger = logging.getLogger(__name__)
@@ -98,9 +98,9 @@ def render_files_prune() -> int:
         return set(Render.objects.filter(pk__in=ids).values_list("pk", flat=True))
 
     def named() -> set[str]:
-        names = set()
-        for audio, wav in Render.objects.exclude(audio="").values_list("audio", "wav"):
-            names.update({audio, wav})
+        names: set[str] = set()
+        for row in Render.objects.values_list(*FILE_FIELDS.values()):
+            names.update(name for name in row if name)
         return names
 
     removed = files.prune_renders_gone(existing, named)

@@ -21,7 +21,7 @@ from adstudio.celery import app as celery_app
 from adstudio.refusals import StateConflict
 from drafts.models import Ad, Draft, DraftKind, DraftStatus
 from renders import files
-from renders.models import Render, RenderStatus
+from renders.models import FILE_FIELDS, Render, RenderPreset, RenderStatus
 from workspaces.access import may
 from workspaces.roles import Action
 
@@ -67,9 +67,15 @@ def versions_of(
     return picked
 
 
-def render_request(*, ad: Ad, versions: dict[str, Draft | None], user=None) -> tuple[Render, bool]:
-    """The render of these versions: the one made or being made, or a new one queued (its
-    task sent when the row is committed). A failed one, or one whose lease ran out (its
+def render_request(
+    *,
+    ad: Ad,
+    versions: dict[str, Draft | None],
+    preset: str = RenderPreset.STREAMING,
+    user=None,
+) -> tuple[Render, bool]:
+    """The render of these versions at ``preset``: the one made or being made, or a new one
+    queued (its task sent when the row is committed). A failed one, or one whose lease ran out (its
     worker died), is queued again. ``(render, queued)``; ``NothingToRender`` when every
     kind is left out.
 
@@ -82,15 +88,15 @@ def render_request(*, ad: Ad, versions: dict[str, Draft | None], user=None) -> t
             "the versions asked for."
         )
     with transaction.atomic():
-        render = render_of(ad, fields)
+        render = render_of(ad, fields, preset=preset)
         if render is None:
             try:
                 with transaction.atomic():
                     render = Render.objects.create(
-                        ad=ad, requested_by=user, enqueued_at=Now(), **fields
+                        ad=ad, requested_by=user, enqueued_at=Now(), preset=preset, **fields
                     )
             except IntegrityError:  # asked for at the same moment by another request
-                return render_of(ad, fields), False
+                return render_of(ad, fields, preset=preset), False
         elif not _requeued(render):
             return render, False
         render_enqueue(render.pk)
@@ -146,9 +152,11 @@ def render_enqueue(render_id: uuid.UUID) -> None:
     transaction.on_commit(send)
 
 
-def render_of(ad: Ad, fields: dict[str, Draft | None]) -> Render | None:
-    """The render of exactly these versions, if one was asked for."""
-    lookup: dict[str, object] = {}
+def render_of(
+    ad: Ad, fields: dict[str, Draft | None], *, preset: str = RenderPreset.STREAMING
+) -> Render | None:
+    """The render of exactly these versions at ``preset``, if one was asked for."""
+    lookup: dict[str, object] = {"preset": preset}
     for kind, draft in fields.items():
         if draft is None:
             lookup[f"{kind}__isnull"] = True
@@ -162,17 +170,15 @@ def render_requeue_missing(render: Render, name: str) -> bool:
     queued again to be made anew, once however many requests find it missing. Whether
     this call queued it."""
     with transaction.atomic():
-        requeued = (
-            Render.objects.filter(pk=render.pk, status=RenderStatus.DONE)
-            .filter(Q(audio=name) | Q(wav=name))
-            .update(
-                status=RenderStatus.QUEUED,
-                audio="",
-                wav="",
-                reclaims=0,
-                finished_at=None,
-                enqueued_at=Now(),
-            )
+        named = Q()
+        for field in FILE_FIELDS.values():
+            named |= Q(**{field: name})
+        requeued = Render.objects.filter(named, pk=render.pk, status=RenderStatus.DONE).update(
+            status=RenderStatus.QUEUED,
+            **dict.fromkeys(FILE_FIELDS.values(), ""),
+            reclaims=0,
+            finished_at=None,
+            enqueued_at=Now(),
         )
         if requeued:
             logger.warning("render %s: %s is missing from storage; queued again", render.pk, name)
@@ -183,18 +189,24 @@ def render_requeue_missing(render: Render, name: str) -> bool:
 
 
 def download_name(render: Render, fmt: str) -> str:
-    """A file name a person recognises: the ad's title and the versions, e.g.
-    ``spotify-premium-family-plan_voices-v2_music-v1_no-sfx.ogg``."""
+    """A file name a person recognises: the ad's title, the versions and a preset other
+    than streaming, e.g. ``spotify-premium-family-plan_voices-v2_music-v1_no-sfx.ogg``,
+    ``..._no-sfx_broadcast_voices-stem.wav`` for a stem."""
     title = slugify(render.ad.title)[:60] or "ad"
     parts = [
         f"{kind}-v{draft.version}" if draft else f"no-{kind}"
         for kind, draft in (("voices", render.voices), ("music", render.music), ("sfx", render.sfx))
     ]
-    return f"{title}_{'_'.join(parts)}.{fmt}"
+    if render.preset != RenderPreset.STREAMING:
+        parts.append(render.preset)
+    stem, _, extension = fmt.rpartition(".")
+    if stem:
+        parts.append(f"{stem}-stem")
+    return f"{title}_{'_'.join(parts)}.{extension}"
 
 
 def audio_link_token(render: Render, *, user, fmt: str) -> str:
-    """A token for the render's audio as ``fmt`` (ogg or wav), valid for
+    """A token for the render's audio as ``fmt`` (one of ``files.FORMATS``), valid for
     ``ADSTUDIO_RENDER_LINK_SECONDS`` and only while ``user`` may see the ad."""
     return signing.dumps(
         {"render": str(render.pk), "user": user.pk, "format": fmt}, salt=_LINK_SALT, compress=True
@@ -216,7 +228,7 @@ def render_for_token(token: str) -> tuple[Render, str] | None:
     user = get_user_model().objects.filter(pk=claims.get("user"), is_active=True).first()
     if user is None or not may(user, render.ad.workspace_id, Action.VIEW):
         return None
-    if claims.get("format") not in ("ogg", "wav"):
+    if claims.get("format") not in files.FORMATS:
         return None
     return render, claims["format"]
 

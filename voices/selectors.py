@@ -430,3 +430,19 @@ def approved_voices_by_id(ids: Iterable[str]) -> dict[str, Voice]:
             for given in wanted[voice.pk]:
                 found[given] = voice
     return found
+
+
+def voice_traits_by_id(ids: Iterable[str]) -> dict[str, dict[str, str]]:
+    """Each catalogue voice's ``gender`` and ``age`` among ``ids``, keyed by the id as
+    given: what a scratch track's guide voice is chosen by. Unapproved or retired voices
+    too (a draft keeps the voice it was made with); ids that are not voices are left out."""
+    wanted: dict[int, list[str]] = {}
+    for raw in ids:
+        text = str(raw).strip()
+        if text.isascii() and text.isdigit() and 0 < int(text) <= _MAX_PK:
+            wanted.setdefault(int(text), []).append(str(raw))
+    found: dict[str, dict[str, str]] = {}
+    for pk, gender, age in Voice.objects.filter(pk__in=wanted).values_list("pk", "gender", "age"):
+        for given in wanted[pk]:
+            found[given] = {"gender": gender, "age": age}
+    return found

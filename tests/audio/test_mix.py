@@ -1,7 +1,7 @@
 """The scratch track from the audio itself: each voice track starts where the timeline
 says, within 10 ms; the file decodes at the ad's length and the loudness target; the bed
 ducks under speech; effects are told apart; a language without a voice is read in
-English and said so."""
+English and said so. Mastering, presets and the files: test_mastering.py."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ import pytest
 import soundfile
 
 from audio import mix, speech
+from audio.presets import PRESETS
 from providers.demo_lines import LINES
 
 
@@ -90,11 +91,11 @@ def test_the_ad_decodes_at_its_length_and_loudness(whole_ad):
     wav, rate = soundfile.read(io.BytesIO(whole_ad.wav()))
     opus, opus_rate = soundfile.read(io.BytesIO(whole_ad.ogg_opus()))
 
-    assert rate == whole_ad.sample_rate and abs(len(wav) / rate - 30.0) < 0.01
+    assert rate == whole_ad.sample_rate == 48_000 and abs(len(wav) / rate - 30.0) < 0.01
     assert opus_rate == 48_000 and abs(len(opus) / opus_rate - 30.0) < 0.05
     measured = pyloudnorm.Meter(rate).integrated_loudness(wav)
     assert abs(measured - (-16.0)) < 0.5 and whole_ad.loudness_lufs == pytest.approx(-16, abs=0.1)
-    assert np.max(np.abs(wav)) <= 1.0
+    assert np.max(np.abs(wav)) < 10 ** (-1 / 20) and np.max(np.abs(opus)) < 1.0
     assert whole_ad.warnings == []
 
 
@@ -105,9 +106,10 @@ def test_another_loudness_target_is_met():
         voices=script("en", 3, 0.0),
         music=None,
         sfx=None,
-        loudness_lufs=-23,
+        preset=PRESETS["broadcast"],
     )
     assert quiet.loudness_lufs == pytest.approx(-23, abs=0.1)
+    assert quiet.preset.name == "broadcast" and quiet.true_peak_dbtp <= -1.0
 
 
 def test_the_music_ducks_under_speech():

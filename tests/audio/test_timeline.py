@@ -137,3 +137,51 @@ def test_a_latin_brand_in_a_chinese_line_is_read_as_words():
     with_brand = "认识一下Spotify Premium家庭方案。"
     extra = spoken_seconds(with_brand, language="zh") - spoken_seconds(chinese, language="zh")
     assert extra == pytest.approx(2 / 2.5)  # two words, not 14 letters (3.1 s)
+
+
+def test_a_render_leaves_a_pre_roll_and_a_gap_where_the_script_gives_neither():
+    tracks = [
+        track(0),
+        track(1, "track-0", 0.0),  # neither: the default gap
+        track(2, "track-1", -0.5),  # a gap of its own: kept
+        track(3, "track-2", 0.25),  # an overlap: kept
+    ]
+    segments, joins = voice_segments(tracks, [2.0, 1.0, 1.0, 1.0], preroll_s=0.3, gap_s=0.25)
+
+    assert spans(segments) == [
+        ("track-0", 0.3, 2.3),
+        ("track-1", 2.55, 3.55),
+        ("track-2", 4.05, 5.05),
+        ("track-3", 4.8, 5.8),
+    ]
+    assert [round(j.overlap_s, 6) for j in joins] == [-0.25, -0.5, 0.25]
+    # an estimate passes neither: the script as written
+    plain, _ = voice_segments(tracks, [2.0, 1.0, 1.0, 1.0])
+    assert spans(plain)[:2] == [("track-0", 0.0, 2.0), ("track-1", 2.0, 3.0)]
+
+
+def test_each_effect_says_how_long_it_plays_under_speech():
+    voices = {"voiceTracks": [track(0), track(1, "track-0", -1.0), track(2, "start")]}
+    sfx = {
+        "soundFxPrompts": [
+            {"description": "chime", "placement": {"type": "start"}, "duration": 1.5},
+            {"description": "gap", "placement": {"type": "afterVoice", "index": 0}, "duration": 1},
+            {"description": "cheer", "placement": {"type": "end"}, "duration": 2.0},
+        ]
+    }
+    made = timeline(
+        slot_s=10, voices=voices, music=None, sfx=sfx, voice_lengths_s=[4.0, 3.0, 2.0], gap_s=9
+    )
+    effects = [s for s in made.as_json()["segments"] if s["kind"] == "sfx"]
+
+    # chime 0-1.5 under track-0 (and track-2, counted once); the effect in the gap 4-5
+    # under nothing; cheer 8-10 under track-1 (5-8): none
+    assert [(e["ref"], e["underSpeechS"]) for e in effects] == [
+        ("sfx-0", 1.5),
+        ("sfx-1", 0.0),
+        ("sfx-2", 0.0),
+    ]
+    made = timeline(slot_s=10, voices=voices, music=None, sfx=sfx, voice_lengths_s=[4.0, 4.0, 2.0])
+    # track-1 now 5-9: the cheer (8-10) plays under its last second
+    assert [s.under_speech_s for s in made.segments if s.kind == "sfx"] == [1.5, 0.0, 1.0]
+    assert "underSpeechS" not in made.as_json()["segments"][0]  # voices do not carry it

@@ -368,3 +368,105 @@ def test_storage_that_cannot_be_read_is_503_not_500(made, monkeypatch):
     assert answer.status_code == 503 and answer["Retry-After"] == "5"
     assert answer.json()["error"]["code"] == "storage_unavailable"
     assert Render.objects.get(pk=body["id"]).status == "done"  # nothing queued again
+
+
+def test_a_preset_is_another_render_of_the_same_versions(ad, user, tasks_executed):
+    api = api_for(user)
+    streaming = api.post(f"/api/ads/{ad.pk}/renders", {}, format="json").json()
+    broadcast = api.post(f"/api/ads/{ad.pk}/renders", {"preset": "broadcast"}, format="json")
+    again = api.post(
+        f"/api/ads/{ad.pk}/renders", {"preset": "broadcast", "voices": "v2"}, format="json"
+    ).json()
+
+    assert broadcast.status_code == 202
+    broadcast = api.get(f"/api/renders/{broadcast.json()['id']}").json()
+    streaming = api.get(f"/api/renders/{streaming['id']}").json()
+    assert broadcast["id"] != streaming["id"] and again["id"] == broadcast["id"]
+    assert (streaming["preset"], broadcast["preset"]) == ("streaming", "broadcast")
+    assert streaming["versions"] == broadcast["versions"]
+    assert streaming["loudnessLufs"] == pytest.approx(-16, abs=0.1)
+    assert broadcast["loudnessLufs"] == pytest.approx(-23, abs=0.1)
+    assert broadcast["truePeakDbtp"] <= -1.0 and streaming["truePeakDbtp"] <= -1.0
+    assert Render.objects.count() == 2
+    assert sorted(Render.objects.values_list("preset", flat=True)) == ["broadcast", "streaming"]
+
+
+def test_a_preset_that_does_not_exist_is_400_naming_the_presets(ad, user, tasks_executed):
+    wrong = api_for(user).post(f"/api/ads/{ad.pk}/renders", {"preset": "loud"}, format="json")
+
+    assert wrong.status_code == 400
+    assert wrong.json()["error"]["fields"]["preset"] == [
+        '"loud" is not a preset: use streaming, broadcast or atsc.'
+    ]
+    assert Render.objects.count() == 0 and tasks_executed == []
+
+
+def test_the_database_keeps_one_render_per_versions_and_preset(ad):
+    versions = versions_of(ad)
+    Render.objects.create(ad=ad, **versions)
+    Render.objects.create(ad=ad, preset="atsc", **versions)
+    with pytest.raises(IntegrityError), transaction.atomic():
+        Render.objects.create(ad=ad, preset="atsc", **versions)
+    with pytest.raises(IntegrityError), transaction.atomic():
+        Render.objects.create(ad=ad, preset="loud", **versions)
+
+
+def test_every_format_is_served_with_its_content_type_and_name(made, ad):
+    body, _, _ = made
+    links = {
+        "audio/ogg": body["audioUrl"],
+        "audio/wav": body["wavUrl"],
+        "audio/mpeg": body["mp3Url"],
+    }
+    answers = {kind: APIClient().get(links[kind]) for kind in links}
+    stems = {kind: APIClient().get(url) for kind, url in body["stemUrls"].items()}
+
+    for content_type, answer in answers.items():
+        assert answer.status_code == 200 and answer["Content-Type"] == content_type
+    mp3 = b"".join(answers["audio/mpeg"].streaming_content)
+    samples, rate = soundfile.read(io.BytesIO(mp3))
+    assert rate == 48_000 and abs(len(samples) / rate - body["seconds"]) < 0.1
+    assert abs(samples).max() < 1.0
+    part = APIClient().get(body["mp3Url"], HTTP_RANGE="bytes=0-99")
+    assert part.status_code == 206 and b"".join(part.streaming_content) == mp3[:100]
+    lengths = set()
+    for kind, answer in stems.items():
+        assert answer.status_code == 200 and answer["Content-Type"] == "audio/wav"
+        assert answer["Content-Disposition"].endswith(f'_sfx-v1_{kind}-stem.wav"')
+        stem, rate = soundfile.read(io.BytesIO(b"".join(answer.streaming_content)))
+        assert rate == 48_000 and abs(stem).max() > 0.01
+        lengths.add(len(stem))
+    assert len(lengths) == 1 and abs(lengths.pop() / 48_000 - body["seconds"]) < 1e-3
+
+
+def test_a_render_without_a_kind_has_no_stem_of_it(ad, user, tasks_executed):
+    api = api_for(user)
+    render_id = api.post(f"/api/ads/{ad.pk}/renders", {"music": None}, format="json").json()["id"]
+    body = api.get(f"/api/renders/{render_id}").json()
+
+    assert body["stemUrls"]["music"] is None
+    assert body["stemUrls"]["voices"] and body["stemUrls"]["sfx"]
+    # a link made for it all the same answers 404
+    token = signing.dumps(
+        {"render": render_id, "user": user.pk, "format": "music.wav"},
+        salt="renders.audio",
+        compress=True,
+    )
+    assert APIClient().get(f"/api/renders/{render_id}/audio?token={token}").status_code == 404
+
+
+@pytest.mark.slow  # ffmpeg
+@pytest.mark.parametrize("preset", ["broadcast", "atsc"])
+def test_the_wav_served_is_at_its_presets_loudness_under_its_ceiling(ad, user, preset):
+    from audio.presets import PRESETS
+    from tests.support.ebur128 import measure
+
+    api = api_for(user)
+    render_id = api.post(f"/api/ads/{ad.pk}/renders", {"preset": preset}).json()["id"]
+    body = api.get(f"/api/renders/{render_id}").json()
+    wav = b"".join(APIClient().get(body["wavUrl"]).streaming_content)
+    heard = measure(wav)
+
+    assert abs(heard.integrated_lufs - PRESETS[preset].loudness_lufs) <= 0.5
+    assert heard.true_peak_dbtp <= PRESETS[preset].true_peak_dbtp
+    assert body["truePeakDbtp"] <= PRESETS[preset].true_peak_dbtp

@@ -51,8 +51,12 @@ def stored_files(media: Path) -> set[str]:
     return {str(p.relative_to(media)) for p in folder.rglob("*") if p.is_file()}
 
 
+# Every file a render names: the mix in three formats and the stems.
+FILE_COLUMNS = ("audio", "wav", "mp3", "voices_stem", "music_stem", "sfx_stem")
+
+
 def named_files(rows) -> set[str]:
-    return {name for audio, wav in rows for name in (audio, wav) if name}
+    return {name for row in rows for name in row if name}
 
 
 def ask_for_renders(ad, user, count: int) -> list[Render]:
@@ -118,7 +122,7 @@ def test_renders_survive_their_worker_being_killed_mid_render(
 
     assert stuck > 0  # the kill left renders unfinished, which the restarted worker ended
     assert statuses(renders) == {"done": 8}, worker.log.read_text()[-3000:]
-    rows = Render.objects.values_list("audio", "wav")
+    rows = Render.objects.values_list(*FILE_COLUMNS)
     assert stored_files(media) == named_files(rows)  # nothing half-made, nothing orphaned
 
 
@@ -173,7 +177,7 @@ def test_renders_in_flight_survive_postgres_stopped(private_postgres, private_re
     def rows() -> list[tuple]:
         with psycopg.connect(url) as connection:
             return connection.execute(
-                "SELECT status, error, audio, wav FROM renders_render"
+                f"SELECT status, error, {', '.join(FILE_COLUMNS)} FROM renders_render"
             ).fetchall()
 
     try:
@@ -287,5 +291,7 @@ def test_two_web_hosts_serve_the_audio_a_third_host_stored_in_the_bucket(
     assert body["audioUrl"].startswith(hosts[1].base)
     assert whole.status_code == 200 and whole.headers["content-type"] == "audio/ogg"
     assert part.status_code == 206 and part.content == whole.content[:1024]
-    assert s3_server.keys(bucket) == [f"renders/{render_id}/1.ogg", f"renders/{render_id}/1.wav"]
+    assert s3_server.keys(bucket) == sorted(  # the ad has voices and music: their stems
+        f"renders/{render_id}/1.{fmt}" for fmt in ("ogg", "wav", "mp3", "voices.wav", "music.wav")
+    )
     assert not any((tmp_path / d).exists() for d in ("web1", "web2", "worker"))

@@ -64,13 +64,20 @@ def test_a_claim_takes_a_token_and_a_lease_by_the_databases_clock(render, settin
     assert render_claim(render.pk, holder=1).token == 1  # its own, taken back
 
 
-def test_done_only_after_both_files_are_whole_under_the_claims_names(render, media):
+def test_done_only_after_every_file_is_whole_under_the_claims_names(render, media):
     made = render_make(render.pk)
 
     assert made.status == "done" and made.claims == 1 and made.lease_expires_at is None
-    assert made.audio.name == f"renders/{render.pk}/1.ogg"
-    assert made.wav.name == f"renders/{render.pk}/1.wav"
-    assert stored(media) == [f"renders/{render.pk}/1.ogg", f"renders/{render.pk}/1.wav"]
+    folder = f"renders/{render.pk}"
+    assert made.file_names() == {  # the mix in each format, a stem per kind it has
+        "ogg": f"{folder}/1.ogg",
+        "wav": f"{folder}/1.wav",
+        "mp3": f"{folder}/1.mp3",
+        "voices.wav": f"{folder}/1.voices.wav",
+        "music.wav": f"{folder}/1.music.wav",
+    }
+    assert made.sfx_stem.name == ""  # no effects in this render
+    assert stored(media) == sorted(made.file_names().values())
     assert made.finished_at >= made.started_at
 
 
@@ -230,7 +237,7 @@ def test_the_database_lost_at_the_fenced_write_removes_the_files_and_keeps_the_c
     made = render_attempt(render.pk, holder=again.value.holder)  # the task's next attempt
 
     assert made.status == "done" and made.claims == 1
-    assert stored(media) == [f"renders/{render.pk}/1.ogg", f"renders/{render.pk}/1.wav"]
+    assert stored(media) == sorted(made.file_names().values()) and len(stored(media)) == 5
 
 
 @pytest.fixture

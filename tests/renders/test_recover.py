@@ -77,6 +77,7 @@ def test_a_dead_workers_render_is_taken_back_and_its_files_removed(
     dead = make_render(status="rendering", claims=1, lease_expires_at=ago(1))
     alive = make_render(status="rendering", claims=1, lease_expires_at=ago(-30))
     left = [put(f"renders/{dead.pk}/1.ogg"), put(f"renders/{dead.pk}/1.wav.0a1b2c.part")]
+    left += [put(f"renders/{dead.pk}/1.music.wav"), put(f"renders/{dead.pk}/1.mp3.3d4e5f.part")]
     kept = put(f"renders/{alive.pk}/1.ogg")  # a live claim's file, being written
     removed_before = REGISTRY.get_sample_value(
         "adstudio_render_files_removed_total", {"why": "stale_claim"}
@@ -92,11 +93,11 @@ def test_a_dead_workers_render_is_taken_back_and_its_files_removed(
     assert default_storage.exists(kept)
     assert Render.objects.get(pk=alive.pk).status == "rendering"
     assert "1 render(s) taken back from dead workers" in caplog.text
-    assert "2 orphan file(s) removed" in caplog.text
+    assert "4 orphan file(s) removed" in caplog.text
     removed = REGISTRY.get_sample_value(
         "adstudio_render_files_removed_total", {"why": "stale_claim"}
     )
-    assert removed == (removed_before or 0) + 2
+    assert removed == (removed_before or 0) + 4
 
 
 def test_a_render_that_kills_every_worker_fails_saying_so(make_render, media, tasks_executed):
@@ -132,20 +133,27 @@ def test_the_files_of_renders_that_are_gone_are_removed(make_render, media, metr
     made = make_render()
     gone = make_render()
     old = make_render()
+    # made before per-render folders, and before mastering (renders' migration 0004 left
+    # it failed, naming its files until it is made anew)
     Render.objects.filter(pk=old.pk).update(
-        status="done", audio=f"renders/{old.pk}.ogg", wav=f"renders/{old.pk}.wav"
+        status="failed",
+        error="Made before scratch tracks were mastered to a preset",
+        audio=f"renders/{old.pk}.ogg",
+        wav=f"renders/{old.pk}.wav",
     )
     kept = [
         put(f"renders/{made.pk}/1.ogg"),
-        put(f"renders/{old.pk}.ogg"),  # made before per-render folders, and named
+        put(f"renders/{made.pk}/1.voices.wav"),
+        put(f"renders/{old.pk}.ogg"),
         put(f"renders/{old.pk}.wav"),
         put("renders/README.txt"),  # not a render's: not ours to remove
     ]
     removed = [put(f"renders/{gone.pk}/1.ogg"), put(f"renders/{gone.pk}/2.wav")]
+    removed += [put(f"renders/{gone.pk}/2.mp3"), put(f"renders/{gone.pk}/2.sfx.wav")]
     removed.append(put(f"renders/{gone.pk}.ogg"))
     gone.delete()
 
-    assert render_files_prune() == 3
+    assert render_files_prune() == 5
 
     assert all(default_storage.exists(name) for name in kept)
     assert not any(default_storage.exists(name) for name in removed)

@@ -48,6 +48,15 @@ def bucket(s3_server, settings, tmp_path):
     return name
 
 
+def every_file(claim: str) -> list[str]:
+    """The keys of a claim's files: the mix in three formats, and (the ad has every kind)
+    three stems."""
+    return sorted(f"{claim}.{fmt}" for fmt in ("ogg", "wav", "mp3", *STEMS))
+
+
+STEMS = ("voices.wav", "music.wav", "sfx.wav")
+
+
 def test_a_render_is_stored_in_the_bucket_and_served_whole_and_by_ranges(
     ad, user, bucket, s3_server, tmp_path, tasks_executed
 ):
@@ -56,7 +65,7 @@ def test_a_render_is_stored_in_the_bucket_and_served_whole_and_by_ranges(
     body = api.get(f"/api/renders/{render_id}").json()
 
     assert body["status"] == "done"
-    assert s3_server.keys(bucket) == [f"renders/{render_id}/1.ogg", f"renders/{render_id}/1.wav"]
+    assert s3_server.keys(bucket) == every_file(f"renders/{render_id}/1")
     assert not (tmp_path / "local-disk").exists()
     stored = s3_server.client().get_object(Bucket=bucket, Key=f"renders/{render_id}/1.ogg")
     original = stored["Body"].read()
@@ -83,7 +92,7 @@ def test_an_object_missing_from_the_bucket_is_404_and_made_again(
     assert missing.json()["error"]["code"] == "audio_missing"
     again = api.get(f"/api/renders/{render_id}").json()  # made in-process as it was queued
     assert again["status"] == "done"
-    assert s3_server.keys(bucket) == [f"renders/{render_id}/2.ogg", f"renders/{render_id}/2.wav"]
+    assert s3_server.keys(bucket) == every_file(f"renders/{render_id}/2")  # claim 1's pruned
     assert APIClient().get(again["wavUrl"]).status_code == 200
 
 
@@ -96,10 +105,7 @@ def test_a_prefix_keeps_the_products_objects_under_it(ad, user, s3_server, setti
 
     render_id = api_for(user).post(f"/api/ads/{ad.pk}/renders", {}).json()["id"]
 
-    assert s3_server.keys(name) == [
-        f"prod/media/renders/{render_id}/1.ogg",
-        f"prod/media/renders/{render_id}/1.wav",
-    ]
+    assert s3_server.keys(name) == every_file(f"prod/media/renders/{render_id}/1")
 
 
 def test_the_sweep_removes_objects_no_render_names(ad, user, bucket, s3_server, monkeypatch):
