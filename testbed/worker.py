@@ -10,6 +10,8 @@ import sys
 import time
 from pathlib import Path
 
+from testbed.lifetime import tethered
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -79,7 +81,7 @@ class WorkerProcess:
         )
         with self.log.open("w") as out:
             self.process = subprocess.Popen(
-                command,
+                tethered(command),
                 cwd=ROOT,
                 env=env,
                 stdout=out,

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import httpx
 
+from testbed.lifetime import tethered
 from tests.support.parallel import listening_socket
 from tests.support.worker import ROOT
 
@@ -64,9 +65,10 @@ class WebServer:
                 "--bind",
                 f"fd://{self.socket.fileno()}",
             ]
+        command += ["--config", "python:testbed.gunicorn_tethered"]
         with self.log.open("w") as out:
             self.process = subprocess.Popen(
-                command,
+                tethered(command),
                 cwd=ROOT,
                 env=env,
                 stdout=out,

@@ -16,6 +16,7 @@ import redis
 from django.conf import settings
 from django.utils import timezone
 
+from testbed.lifetime import tethered
 from tests.support.parallel import address_taken, free_port, redis_url_of_this_process
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -80,7 +81,7 @@ class RedisServer:
             "no",
         ]
         with log.open("w") as out:
-            self.process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT)
+            self.process = subprocess.Popen(tethered(command), stdout=out, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             try:
