@@ -37,7 +37,7 @@ DEFAULT_WPM = 175  # eSpeak's own default reading speed
 # Words a minute per language at speed 1.0, so the guide voice reads at about the pace
 # the script was planned for (adstudio.speech): eSpeak's 175 read the demo's lines from
 # 0.77 (French) to 3.2 (Japanese) times the planned length; 175 x that ratio, within
-# eSpeak's 80-450, brings each near 1 (docs/BENCHMARKS.md, "Scratch track").
+# eSpeak's 80-450, brings each near 1 (docs/benchmarks/HISTORY.md, "Scratch track").
 WPM = {
     "en": 149,
     "th": 326,

@@ -18,7 +18,7 @@ functions instead.
 
 The count of CPU instructions per POST, which does not move with the machine: the module
 run under callgrind for two numbers of posts, the difference divided by theirs
-(docs/BENCHMARKS.md, "API under load", gives the command).
+(docs/benchmarks/HISTORY.md, "API under load", gives the command).
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ from adstudio.languages import normalise_language
 from evaluations.datasets import GoldenSet
 from providers.pricing import usage_cost
 
-# A turn of the standard session (docs/BENCHMARKS.md, "Prompt tokens": 8,771 prompt
+# A turn of the standard session (docs/benchmarks/HISTORY.md, "Prompt tokens": 8,771 prompt
 # tokens over five calls, two turns): four model calls, the history growing with each.
 PROMPT_TOKENS_PER_TURN = 9_000
 COMPLETION_TOKENS_PER_TURN = 1_200
