@@ -117,6 +117,7 @@ AUTHENTICATION_BACKENDS = [
 ]
 # Failed logins within the cool-off after which logins are refused; each refused one
 # starts the cool-off again. An operator unlocks at once with `manage.py axes_reset_*`.
+AXES_VERBOSE = False  # no banner at every start (the terminal chat prints to people)
 AXES_FAILURE_LIMIT = env_int("ADSTUDIO_LOGIN_FAILURE_LIMIT", 5, minimum=1)
 AXES_COOLOFF_TIME = timedelta(seconds=env_int("ADSTUDIO_LOGIN_COOLOFF_SECONDS", 15 * 60, minimum=1))
 # What failures are counted against: a user name guessed at from many addresses, and an

@@ -23,7 +23,8 @@ def test_two_runs_compared_show_what_regressed(chromium, server, screenshot, mak
     ad = make_ad(title="Family plan, TH")
     Membership.objects.create(workspace=ad.workspace, user=eve, role=Role.REVIEWER)
     conversation = Conversation.objects.create(ad=ad)
-    before, after = before_and_after({"th-30": conversation})
+    # Every case in a workspace eve reads: a run is shown whole or not at all.
+    before, after = before_and_after({"th-30": conversation, "de-15": conversation})
 
     with loopback_visit(chromium) as visit:
         page = visit.page

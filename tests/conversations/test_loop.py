@@ -51,6 +51,7 @@ def test_generation_then_refinement(fake_providers, en_ad, voices):
         "create_voice_draft",
         "get_current_state",
         "search_voices",
+        "set_ad_length",
     ]
 
     fake_providers.script(

@@ -210,6 +210,8 @@ def test_the_state_tells_how_long_a_rendered_voices_version_ran(ctx):
         status="done",
         audio="renders/x.ogg",
         wav="renders/x.wav",
+        mp3="renders/x.mp3",
+        voices_stem="renders/x.voices.wav",
         timeline={"speechEndS": 2.34},
     )
     state = execute_tool_call(tool_call("get_current_state"), ctx)
