@@ -38,7 +38,17 @@ FACETS_CACHE_SECONDS = 300
 # The fields of a compact search result, in the order they are sent to the model.
 # What the model reads of a voice to choose it (the design's fields); locale only where the
 # results mix locales (pt-BR beside pt-PT), since repeating one on every voice tells nothing.
-_COMPACT_FIELDS = ("id", "name", "language", "gender", "age", "accent", "style", "use_case", "locale")
+_COMPACT_FIELDS = (
+    "id",
+    "name",
+    "language",
+    "gender",
+    "age",
+    "accent",
+    "style",
+    "use_case",
+    "locale",
+)
 _WORD = re.compile(r"[^\W_]+")
 _MAX_STYLE_WORDS = 6
 _MAX_PK = 2**63 - 1
