@@ -1,5 +1,6 @@
 """The OpenAPI schema: its view, safe under a threaded server, and the error responses
-every operation documents.
+every operation documents: those every operation of a kind can answer (added by a hook),
+and the refusals of the domain each operation's view declares (``refusal_responses``).
 
 drf-spectacular resolves its extension classes lazily, on the first schema generation of
 a process, and not thread-safely: two first requests at once (gunicorn gthread, after
@@ -11,12 +12,15 @@ waits for long.
 
 from __future__ import annotations
 
+import re
 import threading
 
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiResponse, extend_schema
 from drf_spectacular.views import SpectacularAPIView
 from rest_framework.request import Request
 from rest_framework.response import Response
+
+from adstudio.refusals import NotAllowed, Refusal, StateConflict
 
 _generating = threading.Lock()
 
@@ -50,18 +54,49 @@ ERROR_SCHEMA = {
 }
 
 
+def refusal_status(refusal: type[Refusal]) -> int:
+    """The HTTP status the API answers ``refusal`` with (``adstudio.api_errors``)."""
+    if issubclass(refusal, StateConflict):
+        return 409
+    if issubclass(refusal, NotAllowed):
+        return 403
+    raise TypeError(f"{refusal.__name__} is answered by no status: map it in api_errors.")
+
+
+def refusal_responses(*refusals: type[Refusal]) -> dict[int, OpenApiResponse]:
+    """The responses of an operation whose view can raise ``refusals`` (from its services):
+    per status, each refusal's ``code`` and what it means (the first line of its
+    docstring), in the one error shape (``add_error_responses`` adds the body). A view
+    lists here every refusal it can raise, so the schema says every status it answers."""
+    lines: dict[int, list[str]] = {}
+    for refusal in refusals:
+        meaning = (refusal.__doc__ or "").strip().splitlines()[0]
+        lines.setdefault(refusal_status(refusal), []).append(f"`{refusal.code}`: {meaning}")
+    return {
+        status: OpenApiResponse(description="; ".join(described))
+        for status, described in lines.items()
+    }
+
+
 def add_error_responses(result: dict, generator, request, public) -> dict:
     """drf-spectacular postprocessing hook: each operation documents the errors it can
     answer, in the one error shape, so clients (and schemathesis) can rely on them."""
     result.setdefault("components", {}).setdefault("schemas", {})["Error"] = ERROR_SCHEMA
     error = {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}
     throttled = {
-        (path, method.lower())
+        (_unnamed(path), method.lower())
         for path, _regex, method, view in generator.endpoints
         if getattr(view.cls, "throttle_scope", None)
     }
+    # Views that hold a stream (or a long poll) open count towards a user's open streams.
+    streaming = {
+        (_unnamed(path), method.lower())
+        for path, _regex, method, view in generator.endpoints
+        if getattr(view.cls, "holds_streams", False)
+    }
     for path, operations in result["paths"].items():
         for method, operation in operations.items():
+            endpoint = (_unnamed(path), method)
             headers = {p["name"] for p in operation.get("parameters", ()) if p["in"] == "header"}
             statuses = {
                 "401": "No or invalid credentials.",
@@ -71,12 +106,22 @@ def add_error_responses(result: dict, generator, request, public) -> dict:
             if operation.get("parameters") or "requestBody" in operation:
                 statuses["400"] = "Invalid input; `fields` names each invalid field."
             if "requestBody" in operation:
+                statuses["408"] = "The body did not arrive in time (`request_timeout`)."
                 statuses["413"] = "The body (or a chat message) is over its size limit."
                 statuses["415"] = "The body is not JSON."
             if "Idempotency-Key" in headers:
                 statuses["422"] = "The Idempotency-Key was already used with another request."
-            if (path, method) in throttled:
+            if endpoint in throttled:
                 statuses["429"] = "Too many requests of this kind; retry after `Retry-After`."
+            if endpoint in streaming:
+                statuses["429"] = (
+                    "Too many open streams (`too_many_streams`), or requests of this kind "
+                    "(`throttled`); retry after `Retry-After`."
+                    if endpoint in throttled
+                    else "Too many open streams (`too_many_streams`); retry after `Retry-After`."
+                )
+            statuses["500"] = "A fault of ours (`server_error`), never bad input; logged."
+            statuses["503"] = "The database cannot be reached (`database_unavailable`); retry."
             for status, description in statuses.items():
                 operation["responses"].setdefault(
                     status, {"description": description, "content": error}
@@ -86,6 +131,12 @@ def add_error_responses(result: dict, generator, request, public) -> dict:
                 if status[0] in "45" and "content" not in response:
                     response["content"] = error
     return result
+
+
+def _unnamed(path: str) -> str:
+    """``path`` with its parameters unnamed: the endpoints' ``{pk}`` is the schema's
+    ``{id}``."""
+    return re.sub(r"\{[^}]*\}", "{}", path)
 
 
 # Text PostgreSQL cannot store, which every text field refuses (DRF's CharField and the

@@ -36,6 +36,7 @@ from rest_framework.views import APIView
 
 from adstudio.db import release_connection
 from adstudio.parsers import PayloadTooLarge, SafeJSONParser
+from adstudio.schema import refusal_responses
 from adstudio.serializers import InputSerializer
 from adstudio.stream_slots import AsyncHeldStream, HeldStream, StreamSlot, take_stream_slot
 from adstudio.throttling import RunRateThrottle
@@ -63,6 +64,7 @@ from conversations.services import (
 from conversations.stream_access import REVOKED_MESSAGE, ReaderAccess
 from conversations.ui_stream import DONE, FINISH_FIELDS, HEADERS, UIMessageStream, sse
 from drafts.selectors import ads_for
+from drafts.services import AdArchived
 from workspaces.access import require
 from workspaces.roles import Action
 
@@ -157,6 +159,7 @@ def _conversation(
 
 class UIChatView(APIView):
     waits_in_event_loop = True  # served by the ASGI handler (adstudio.asgi_routing)
+    holds_streams = True  # counts towards the user's open streams (adstudio.schema)
     parser_classes = [ChatHistoryParser]
     renderer_classes = [JSONRenderer]
     throttle_classes = [RunRateThrottle]
@@ -168,7 +171,8 @@ class UIChatView(APIView):
             (200, "text/event-stream"): OpenApiResponse(
                 OpenApiTypes.STR,
                 description="The run as the AI SDK's UI message stream (protocol v1).",
-            )
+            ),
+            **refusal_responses(AdArchived, NothingToRegenerate),
         },
         summary="Send a message with the AI SDK's chat transport (useChat)",
     )
@@ -234,6 +238,7 @@ def _regenerate(request: Request, conversation, message_id, as_superuser: bool) 
 
 class UIChatStreamView(APIView):
     waits_in_event_loop = True  # served by the ASGI handler (adstudio.asgi_routing)
+    holds_streams = True  # counts towards the user's open streams (adstudio.schema)
     renderer_classes = [JSONRenderer]
 
     @extend_schema(

@@ -27,6 +27,7 @@ from rest_framework.views import APIView
 
 from adstudio.api_errors import error_body
 from adstudio.byte_ranges import Unsatisfiable, requested_range
+from adstudio.schema import refusal_responses
 from adstudio.serializers import InputSerializer
 from drafts.models import DraftKind
 from drafts.selectors import ads_for
@@ -35,6 +36,8 @@ from renders.models import Render, RenderStatus
 from renders.services import (
     ACTIVE,
     LATEST,
+    NoSuchVersion,
+    NothingToRender,
     audio_link_token,
     download_name,
     render_for_token,
@@ -44,6 +47,7 @@ from renders.services import (
 )
 
 logger = logging.getLogger(__name__)
+
 
 _VERSION = r"^v[1-9][0-9]{0,8}$"
 
@@ -126,10 +130,7 @@ class AdRendersView(APIView):
         request=RenderRequestSerializer,
         responses={
             202: RenderSerializer,
-            409: OpenApiResponse(
-                description="`no_such_version`: a version named that the ad does not have; "
-                "`nothing_to_render`: no voices, music or effects in the versions asked for."
-            ),
+            **refusal_responses(NoSuchVersion, NothingToRender),
         },
         summary="Render a scratch track of the ad's versions",
     )

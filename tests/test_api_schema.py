@@ -1,5 +1,6 @@
 """Property-based requests against every endpoint of the OpenAPI schema (schemathesis):
-no input, valid or not, makes the API answer 5xx or contradict its own schema."""
+no input, valid or not, makes the API answer 5xx, a status its operation does not
+document, or otherwise contradict its own schema."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from schemathesis.checks import (
     content_type_conformance,
     not_a_server_error,
     response_schema_conformance,
+    status_code_conformance,
 )
 
 from adstudio.wsgi import application
@@ -57,7 +59,12 @@ def test_every_operation_answers_within_its_schema(case, token, settings):
     settings.ADSTUDIO_MAX_WAIT_SECONDS = 0.2  # ?wait= never holds an example up
     case.call_and_validate(
         headers={"Authorization": f"Token {token}"},
-        checks=[not_a_server_error, response_schema_conformance, content_type_conformance],
+        checks=[
+            not_a_server_error,
+            response_schema_conformance,
+            content_type_conformance,
+            status_code_conformance,  # every status answered is one the operation documents
+        ],
     )
 
 
