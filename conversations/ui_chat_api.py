@@ -236,6 +236,10 @@ def _regenerate(request: Request, conversation, message_id, as_superuser: bool) 
     )
 
 
+# What the URL takes (``<str:chat_id>``, a path segment) is what the schema allows.
+CHAT_ID_SCHEMA = {"type": "string", "minLength": 1, "pattern": "^[^/]+$"}
+
+
 class UIChatStreamView(APIView):
     waits_in_event_loop = True  # served by the ASGI handler (adstudio.asgi_routing)
     holds_streams = True  # counts towards the user's open streams (adstudio.schema)
@@ -243,6 +247,13 @@ class UIChatStreamView(APIView):
 
     @extend_schema(
         parameters=[
+            OpenApiParameter(
+                "chat_id",
+                CHAT_ID_SCHEMA,
+                location=OpenApiParameter.PATH,
+                description="useChat's chat id: any text (the ad's id, say); a conversation's "
+                "id names that conversation of the ad, anything else the ad's latest.",
+            ),
             OpenApiParameter(
                 "Last-Event-ID",
                 SEQUENCE_HEADER_SCHEMA,
