@@ -12,6 +12,7 @@ waits for long.
 
 from __future__ import annotations
 
+import json
 import re
 import threading
 
@@ -165,6 +166,36 @@ def declare_storable_text(result: dict, generator, request, public) -> dict:
 def _storable(schema: dict) -> None:
     if schema.get("type") == "string" and not {"format", "enum", "pattern"} & set(schema):
         schema["pattern"] = STORABLE_TEXT
+
+
+def optional_without_default(result: dict, generator, request, public) -> dict:
+    """drf-spectacular postprocessing hook: a property that may be left out carries its
+    default in its description, not as ``default``. Generators of typed clients read a
+    component's ``default`` as "always present" (openapi-typescript's
+    ``defaultNonNullable``, on by default, makes it required), which for a request body
+    (``of`` of a render) or a tool's input as the model sent it is false."""
+    for schema in result.get("components", {}).get("schemas", {}).values():
+        _without_default(schema)
+    return result
+
+
+def _without_default(node) -> None:
+    if isinstance(node, list):
+        for item in node:
+            _without_default(item)
+        return
+    if not isinstance(node, dict):
+        return
+    required = set(node.get("required", ()))
+    for name, field in (node.get("properties") or {}).items():
+        if isinstance(field, dict) and name not in required and "default" in field:
+            default = field.pop("default")
+            if default is not None:
+                said = f"Default: `{json.dumps(default)}`."
+                described = field.get("description")
+                field["description"] = f"{described}\n\n{said}" if described else said
+    for value in node.values():
+        _without_default(value)
 
 
 def json_schema_as_openapi_30(result: dict, generator, request, public) -> dict:

@@ -100,3 +100,28 @@ def test_a_drafts_payload_is_documented_as_the_designs_version_shapes(client):
         "description", "placement", "duration", "playAfter", "overlap"
     }  # fmt: skip
     assert schemas["MusicVersion"]["required"] == ["musicPrompt", "musicProvider", "duration"]
+
+
+def test_a_property_that_may_be_left_out_has_no_default_a_generator_makes_required(client):
+    """openapi-typescript (``defaultNonNullable``) types a component's property with a
+    ``default`` as always present; one a client may leave out says its default in words."""
+    document = client.get("/api/schema/", HTTP_ACCEPT="application/vnd.oai.openapi+json").json()
+    schemas = document["components"]["schemas"]
+
+    def defaults(node, where=""):
+        if isinstance(node, list):
+            return [found for item in node for found in defaults(item, where)]
+        if not isinstance(node, dict):
+            return []
+        required = set(node.get("required", ()))
+        found = [
+            f"{where}.{name}"
+            for name, field in (node.get("properties") or {}).items()
+            if isinstance(field, dict) and "default" in field and name not in required
+        ]
+        return found + [f for key, value in node.items() for f in defaults(value, where)]
+
+    assert [f for name, schema in schemas.items() for f in defaults(schema, name)] == []
+    of = schemas["RenderRequestRequest"]["properties"]["of"]
+    assert "of" not in schemas["RenderRequestRequest"].get("required", [])
+    assert of["description"].endswith('Default: `"latest"`.')
