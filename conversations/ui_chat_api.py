@@ -260,7 +260,7 @@ class UIChatStreamView(APIView):
                 location=OpenApiParameter.HEADER,
                 description="Continue after the chunk with this id (each chunk's id is its "
                 "place in the run's stream, from 1) rather than replay the run.",
-            )
+            ),
         ],
         responses={
             (200, "text/event-stream"): OpenApiResponse(
