@@ -144,12 +144,17 @@ def _unnamed(path: str) -> str:
 # ui-chat transport): NUL, and lone surrogates, which a pattern cannot portably say (the
 # generators that read it break on a surrogate range), so only NUL is declared.
 STORABLE_TEXT = "^[^\\u0000]*$"
+# A text field that may not be blank (``minLength`` 1: DRF's ``allow_blank=False``) is
+# read with the whitespace around it trimmed (DRF's ``trim_whitespace``), so whitespace
+# alone is refused: it must hold a character that is not whitespace (``\s`` as Python's
+# ``str.strip`` reads it; ECMAScript's differs only on a few control characters).
+NON_BLANK_STORABLE_TEXT = "^\\s*[^\\s\\u0000][^\\u0000]*$"
 
 
 def declare_storable_text(result: dict, generator, request, public) -> dict:
     """drf-spectacular postprocessing hook: each free-text string a request sends (a body
-    component's property, a query or header parameter) says that it refuses NUL, as it
-    does."""
+    component's property, a query or header parameter) says that it refuses NUL, and,
+    when it may not be blank, whitespace alone, as it does."""
     schemas = result.get("components", {}).get("schemas", {})
     for name, schema in schemas.items():
         if name.endswith("Request"):
@@ -165,7 +170,8 @@ def declare_storable_text(result: dict, generator, request, public) -> dict:
 
 def _storable(schema: dict) -> None:
     if schema.get("type") == "string" and not {"format", "enum", "pattern"} & set(schema):
-        schema["pattern"] = STORABLE_TEXT
+        blank = schema.get("minLength", 0) < 1
+        schema["pattern"] = STORABLE_TEXT if blank else NON_BLANK_STORABLE_TEXT
 
 
 def optional_without_default(result: dict, generator, request, public) -> dict:

@@ -4,6 +4,8 @@ document, or otherwise contradict its own schema."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 import schemathesis
 from django.core.signals import request_finished, request_started
@@ -19,7 +21,9 @@ from schemathesis.checks import (
 
 from adstudio.wsgi import application
 from drafts.services import draft_create
+from tests.support.api import api_for
 from tests.support.versions import version_of
+from workspaces.services import workspace_personal
 
 MAX_EXAMPLES = 8  # per operation; benchmarks/ runs the long version
 
@@ -125,3 +129,36 @@ def test_a_property_that_may_be_left_out_has_no_default_a_generator_makes_requir
     of = schemas["RenderRequestRequest"]["properties"]["of"]
     assert "of" not in schemas["RenderRequestRequest"].get("required", [])
     assert of["description"].endswith('Default: `"latest"`.')
+
+
+@pytest.mark.django_db
+def test_whitespace_alone_which_the_api_refuses_the_schema_refuses_too(client, user, make_ad):
+    document = client.get("/api/schema/", HTTP_ACCEPT="application/vnd.oai.openapi+json").json()
+    schemas = document["components"]["schemas"]
+    api = api_for(user)
+    ad = make_ad()
+    workspace = workspace_personal(user=user)
+    brief = {"clientDescription": " \t ", "language": "th", "durationSeconds": 30}
+    refused = [
+        ("AdCreateRequest", "clientDescription", api.post, "/api/ads/", brief),
+        ("BriefRequest", "clientDescription", api.put, f"/api/ads/{ad.pk}/", brief),
+        ("ChatInputRequest", "message", api.post, f"/api/ads/{ad.pk}/chat", {"message": " "}),
+        ("WorkspaceInputRequest", "name", api.post, "/api/workspaces/", {"name": "\n"}),
+        (
+            "MemberInputRequest",
+            "username",
+            api.post,
+            f"/api/workspaces/{workspace.pk}/members/",
+            {"username": " ", "role": "editor"},
+        ),
+    ]
+    for component, field, send, url, body in refused:
+        pattern = schemas[component]["properties"][field]["pattern"]
+
+        answer = send(url, body, format="json")
+
+        assert answer.status_code == 400 and field in answer.json()["error"]["fields"], url
+        assert re.fullmatch(pattern, body[field]) is None, (component, field)
+        assert re.fullmatch(pattern, " Spotify ") and not re.fullmatch(pattern, "a\x00b")
+    allowed = api.post("/api/workspaces/", {"name": " Team "}, format="json")
+    assert allowed.status_code == 201
