@@ -1,5 +1,6 @@
 """The OpenAPI schema: its view, safe under a threaded server, and the error responses
-every operation documents.
+every operation documents: those every operation of a kind can answer (added by a hook),
+and the refusals of the domain each operation's view declares (``refusal_responses``).
 
 drf-spectacular resolves its extension classes lazily, on the first schema generation of
 a process, and not thread-safely: two first requests at once (gunicorn gthread, after
@@ -11,12 +12,16 @@ waits for long.
 
 from __future__ import annotations
 
+import json
+import re
 import threading
 
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiResponse, extend_schema
 from drf_spectacular.views import SpectacularAPIView
 from rest_framework.request import Request
 from rest_framework.response import Response
+
+from adstudio.refusals import NotAllowed, Refusal, StateConflict
 
 _generating = threading.Lock()
 
@@ -50,18 +55,49 @@ ERROR_SCHEMA = {
 }
 
 
+def refusal_status(refusal: type[Refusal]) -> int:
+    """The HTTP status the API answers ``refusal`` with (``adstudio.api_errors``)."""
+    if issubclass(refusal, StateConflict):
+        return 409
+    if issubclass(refusal, NotAllowed):
+        return 403
+    raise TypeError(f"{refusal.__name__} is answered by no status: map it in api_errors.")
+
+
+def refusal_responses(*refusals: type[Refusal]) -> dict[int, OpenApiResponse]:
+    """The responses of an operation whose view can raise ``refusals`` (from its services):
+    per status, each refusal's ``code`` and what it means (the first line of its
+    docstring), in the one error shape (``add_error_responses`` adds the body). A view
+    lists here every refusal it can raise, so the schema says every status it answers."""
+    lines: dict[int, list[str]] = {}
+    for refusal in refusals:
+        meaning = (refusal.__doc__ or "").strip().splitlines()[0]
+        lines.setdefault(refusal_status(refusal), []).append(f"`{refusal.code}`: {meaning}")
+    return {
+        status: OpenApiResponse(description="; ".join(described))
+        for status, described in lines.items()
+    }
+
+
 def add_error_responses(result: dict, generator, request, public) -> dict:
     """drf-spectacular postprocessing hook: each operation documents the errors it can
     answer, in the one error shape, so clients (and schemathesis) can rely on them."""
     result.setdefault("components", {}).setdefault("schemas", {})["Error"] = ERROR_SCHEMA
     error = {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}
     throttled = {
-        (path, method.lower())
+        (_unnamed(path), method.lower())
         for path, _regex, method, view in generator.endpoints
         if getattr(view.cls, "throttle_scope", None)
     }
+    # Views that hold a stream (or a long poll) open count towards a user's open streams.
+    streaming = {
+        (_unnamed(path), method.lower())
+        for path, _regex, method, view in generator.endpoints
+        if getattr(view.cls, "holds_streams", False)
+    }
     for path, operations in result["paths"].items():
         for method, operation in operations.items():
+            endpoint = (_unnamed(path), method)
             headers = {p["name"] for p in operation.get("parameters", ()) if p["in"] == "header"}
             statuses = {
                 "401": "No or invalid credentials.",
@@ -71,12 +107,22 @@ def add_error_responses(result: dict, generator, request, public) -> dict:
             if operation.get("parameters") or "requestBody" in operation:
                 statuses["400"] = "Invalid input; `fields` names each invalid field."
             if "requestBody" in operation:
+                statuses["408"] = "The body did not arrive in time (`request_timeout`)."
                 statuses["413"] = "The body (or a chat message) is over its size limit."
                 statuses["415"] = "The body is not JSON."
             if "Idempotency-Key" in headers:
                 statuses["422"] = "The Idempotency-Key was already used with another request."
-            if (path, method) in throttled:
+            if endpoint in throttled:
                 statuses["429"] = "Too many requests of this kind; retry after `Retry-After`."
+            if endpoint in streaming:
+                statuses["429"] = (
+                    "Too many open streams (`too_many_streams`), or requests of this kind "
+                    "(`throttled`); retry after `Retry-After`."
+                    if endpoint in throttled
+                    else "Too many open streams (`too_many_streams`); retry after `Retry-After`."
+                )
+            statuses["500"] = "A fault of ours (`server_error`), never bad input; logged."
+            statuses["503"] = "The database cannot be reached (`database_unavailable`); retry."
             for status, description in statuses.items():
                 operation["responses"].setdefault(
                     status, {"description": description, "content": error}
@@ -88,16 +134,27 @@ def add_error_responses(result: dict, generator, request, public) -> dict:
     return result
 
 
+def _unnamed(path: str) -> str:
+    """``path`` with its parameters unnamed: the endpoints' ``{pk}`` is the schema's
+    ``{id}``."""
+    return re.sub(r"\{[^}]*\}", "{}", path)
+
+
 # Text PostgreSQL cannot store, which every text field refuses (DRF's CharField and the
 # ui-chat transport): NUL, and lone surrogates, which a pattern cannot portably say (the
 # generators that read it break on a surrogate range), so only NUL is declared.
 STORABLE_TEXT = "^[^\\u0000]*$"
+# A text field that may not be blank (``minLength`` 1: DRF's ``allow_blank=False``) is
+# read with the whitespace around it trimmed (DRF's ``trim_whitespace``), so whitespace
+# alone is refused: it must hold a character that is not whitespace (``\s`` as Python's
+# ``str.strip`` reads it; ECMAScript's differs only on a few control characters).
+NON_BLANK_STORABLE_TEXT = "^\\s*[^\\s\\u0000][^\\u0000]*$"
 
 
 def declare_storable_text(result: dict, generator, request, public) -> dict:
     """drf-spectacular postprocessing hook: each free-text string a request sends (a body
-    component's property, a query or header parameter) says that it refuses NUL, as it
-    does."""
+    component's property, a query or header parameter) says that it refuses NUL, and,
+    when it may not be blank, whitespace alone, as it does."""
     schemas = result.get("components", {}).get("schemas", {})
     for name, schema in schemas.items():
         if name.endswith("Request"):
@@ -113,7 +170,38 @@ def declare_storable_text(result: dict, generator, request, public) -> dict:
 
 def _storable(schema: dict) -> None:
     if schema.get("type") == "string" and not {"format", "enum", "pattern"} & set(schema):
-        schema["pattern"] = STORABLE_TEXT
+        blank = schema.get("minLength", 0) < 1
+        schema["pattern"] = STORABLE_TEXT if blank else NON_BLANK_STORABLE_TEXT
+
+
+def optional_without_default(result: dict, generator, request, public) -> dict:
+    """drf-spectacular postprocessing hook: a property that may be left out carries its
+    default in its description, not as ``default``. Generators of typed clients read a
+    component's ``default`` as "always present" (openapi-typescript's
+    ``defaultNonNullable``, on by default, makes it required), which for a request body
+    (``of`` of a render) or a tool's input as the model sent it is false."""
+    for schema in result.get("components", {}).get("schemas", {}).values():
+        _without_default(schema)
+    return result
+
+
+def _without_default(node) -> None:
+    if isinstance(node, list):
+        for item in node:
+            _without_default(item)
+        return
+    if not isinstance(node, dict):
+        return
+    required = set(node.get("required", ()))
+    for name, field in (node.get("properties") or {}).items():
+        if isinstance(field, dict) and name not in required and "default" in field:
+            default = field.pop("default")
+            if default is not None:
+                said = f"Default: `{json.dumps(default)}`."
+                described = field.get("description")
+                field["description"] = f"{described}\n\n{said}" if described else said
+    for value in node.values():
+        _without_default(value)
 
 
 def json_schema_as_openapi_30(result: dict, generator, request, public) -> dict:

@@ -339,6 +339,7 @@ SPECTACULAR_SETTINGS = {
         "drf_spectacular.hooks.postprocess_schema_enums",
         "adstudio.schema.add_error_responses",
         "adstudio.schema.declare_storable_text",
+        "adstudio.schema.optional_without_default",
         "adstudio.schema.json_schema_as_openapi_30",
     ],
     "ENUM_NAME_OVERRIDES": {

@@ -30,6 +30,7 @@ from rest_framework.views import APIView
 
 import providers
 from adstudio.parsers import PayloadTooLarge
+from adstudio.schema import refusal_responses
 from adstudio.serializers import InputSerializer
 from adstudio.throttling import RunRateThrottle
 from conversations.models import STATS_PERMISSION, Conversation, Run, RunStatus
@@ -52,6 +53,7 @@ from conversations.services import (
 )
 from drafts.api import BriefSerializer, workspace_for_writing
 from drafts.selectors import ads_for
+from drafts.services import AdArchived
 from workspaces.access import check, require, role_in
 from workspaces.roles import Action
 from workspaces.services import workspace_personal
@@ -272,7 +274,11 @@ class GenerateView(_RunStartView):
     @extend_schema(
         request=GenerateInputSerializer,
         parameters=[WAIT_PARAMETER, IDEMPOTENCY_HEADER],
-        responses={200: RunSerializer, 202: RunAcceptedSerializer},
+        responses={
+            200: RunSerializer,
+            202: RunAcceptedSerializer,
+            **refusal_responses(AdArchived),
+        },
         summary="Generate an ad's drafts from a brief",
     )
     def post(self, request: Request) -> Response:
@@ -326,7 +332,11 @@ class ChatView(_RunStartView):
     @extend_schema(
         request=ChatInputSerializer,
         parameters=[WAIT_PARAMETER, IDEMPOTENCY_HEADER],
-        responses={200: RunSerializer, 202: RunAcceptedSerializer},
+        responses={
+            200: RunSerializer,
+            202: RunAcceptedSerializer,
+            **refusal_responses(AdArchived),
+        },
         summary="Send a message about an ad to its creative director",
     )
     def post(self, request: Request, ad_id) -> Response:

@@ -36,6 +36,7 @@ from rest_framework.views import APIView
 
 from adstudio.db import release_connection
 from adstudio.parsers import PayloadTooLarge, SafeJSONParser
+from adstudio.schema import refusal_responses
 from adstudio.serializers import InputSerializer
 from adstudio.stream_slots import AsyncHeldStream, HeldStream, StreamSlot, take_stream_slot
 from adstudio.throttling import RunRateThrottle
@@ -64,6 +65,7 @@ from conversations.services import (
 from conversations.stream_access import REVOKED_MESSAGE, ReaderAccess
 from conversations.ui_stream import DONE, FINISH_FIELDS, HEADERS, UIMessageStream, sse
 from drafts.selectors import ads_for
+from drafts.services import AdArchived
 from workspaces.access import require
 from workspaces.roles import Action
 
@@ -158,6 +160,7 @@ def _conversation(
 
 class UIChatView(APIView):
     waits_in_event_loop = True  # served by the ASGI handler (adstudio.asgi_routing)
+    holds_streams = True  # counts towards the user's open streams (adstudio.schema)
     parser_classes = [ChatHistoryParser]
     renderer_classes = [JSONRenderer]
     throttle_classes = [RunRateThrottle]
@@ -185,7 +188,8 @@ class UIChatView(APIView):
             (200, "text/event-stream"): OpenApiResponse(
                 OpenApiTypes.STR,
                 description="The run as the AI SDK's UI message stream (protocol v1).",
-            )
+            ),
+            **refusal_responses(AdArchived, NothingToRegenerate),
         },
         summary="Send a message with the AI SDK's chat transport (useChat)",
     )
@@ -249,19 +253,31 @@ def _regenerate(request: Request, conversation, message_id, as_superuser: bool) 
     )
 
 
+# What the URL takes (``<str:chat_id>``, a path segment) is what the schema allows.
+CHAT_ID_SCHEMA = {"type": "string", "minLength": 1, "pattern": "^[^/]+$"}
+
+
 class UIChatStreamView(APIView):
     waits_in_event_loop = True  # served by the ASGI handler (adstudio.asgi_routing)
+    holds_streams = True  # counts towards the user's open streams (adstudio.schema)
     renderer_classes = [JSONRenderer]
 
     @extend_schema(
         parameters=[
+            OpenApiParameter(
+                "chat_id",
+                CHAT_ID_SCHEMA,
+                location=OpenApiParameter.PATH,
+                description="useChat's chat id: any text (the ad's id, say); a conversation's "
+                "id names that conversation of the ad, anything else the ad's latest.",
+            ),
             OpenApiParameter(
                 "Last-Event-ID",
                 SEQUENCE_HEADER_SCHEMA,
                 location=OpenApiParameter.HEADER,
                 description="Continue after the chunk with this id (each chunk's id is its "
                 "place in the run's stream, from 1) rather than replay the run.",
-            )
+            ),
         ],
         responses={
             (200, "text/event-stream"): OpenApiResponse(

@@ -8,6 +8,11 @@ what the client was sent, put together as the ``ai`` package puts a stream toget
 brief is the reply's ``data-brief`` part, a failed run's error is in its metadata, the
 text of a reply that failed part-way is a part marked ``abandoned``, and a regenerated
 reply is left out, as ``useChat``'s ``regenerate`` removes it.
+
+It tells the turns the model history (``message_rows.model_messages``) tells: a
+generation, which no person typed, is its user message all the same, the brief as the
+director was given it; a message cancelled while queued never reached the director and
+is left out of both, with its empty reply.
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ from collections.abc import Iterable
 from itertools import groupby
 from typing import Any
 
-from conversations.models import Conversation, Run, RunEvent
+from conversations.models import Conversation, Run, RunEvent, RunStatus
 from conversations.prompts import request_text_of
 from conversations.ui_stream import Chunk, UIMessageStream
 
@@ -36,6 +41,8 @@ def conversation_ui_messages(conversation: Conversation) -> list[UIMessage]:
     by_run = {run_id: list(rows) for run_id, rows in groupby(events, key=lambda e: e.run_id)}
     messages: list[UIMessage] = []
     for run in runs:
+        if withdrawn(run):
+            continue
         user = user_ui_message(run)
         if user is not None:
             messages.append(user)
@@ -45,9 +52,19 @@ def conversation_ui_messages(conversation: Conversation) -> list[UIMessage]:
     return messages
 
 
+def withdrawn(run: Run) -> bool:
+    """Cancelled before a worker claimed it: the director never read the message (the
+    claim writes it into the model's history), so neither history tells it."""
+    return run.status == RunStatus.CANCELLED and run.started_at is None
+
+
 def user_ui_message(run: Run) -> UIMessage | None:
-    """What the person wrote, as their client showed it: the brief is the reply's."""
+    """What the person wrote, as their client showed it (the brief is the reply's
+    ``data-brief``); a generation's brief, sent with no text of theirs, as the director
+    was given it, as the model history has it."""
     text = request_text_of(run.input_text, run.brief) if run.brief else run.input_text
+    if not text:
+        text = run.input_text
     if not text:
         return None
     return {

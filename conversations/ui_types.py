@@ -10,7 +10,7 @@ hand-written types.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal, TypeAliasType, Union
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
@@ -154,7 +154,12 @@ def _tool_part(tool: Tool) -> Any:
             ),
         },
     )
-    return Annotated[Union[called, answered, failed], Field(discriminator="state")]  # noqa: UP007
+    # Named, so that the parts' discriminator maps ``tool-<name>`` to it: a schema with
+    # no mapping for a value is checked against the schema of that name, which is none.
+    return TypeAliasType(
+        f"{name}Part",
+        Annotated[Union[called, answered, failed], Field(discriminator="state")],  # noqa: UP007
+    )
 
 
 Part = Annotated[
@@ -163,22 +168,8 @@ Part = Annotated[
 ]
 
 
-def _mapped_by_reference(schema: dict[str, Any]) -> None:
-    """OpenAPI maps a discriminator's values to schema references only: a tool's part,
-    a union by its ``state``, is left to the union itself."""
-    absent_not_default(schema)
-    discriminator = schema["properties"]["parts"]["items"]["discriminator"]
-    discriminator["mapping"] = {
-        value: target
-        for value, target in discriminator["mapping"].items()
-        if isinstance(target, str)
-    }
-
-
 class UIMessage(_Shape):
     """useChat's message: the user's, or a run's reply (``run-<runId>``)."""
-
-    model_config = ConfigDict(json_schema_extra=_mapped_by_reference)
 
     id: str
     role: Literal["user", "assistant"]
@@ -196,6 +187,11 @@ class ChatTypes(_Shape):
 
 
 # --- ModelMessage (``?format=model``) --------------------------------------------------
+# The AI SDK's ``ModelMessage`` (``@ai-sdk/provider-utils``): a union by ``role``, each
+# role's content the parts this API sends of those the SDK allows, so that a page's
+# history is assignable to ``ModelMessage[]`` as generated from the schema, with no cast.
+
+type JsonValue = dict[str, JsonValue] | list[JsonValue] | str | int | float | bool | None
 
 
 class ModelTextContent(_Shape):
@@ -210,31 +206,59 @@ class ModelToolCall(_Shape):
     input: dict[str, Any]
 
 
-class ToolResultOutput(_Shape):
-    type: Literal["json", "error-json"]
-    value: Any
+class JsonToolOutput(_Shape):
+    """What the tool answered."""
+
+    type: Literal["json"]
+    value: JsonValue
+
+
+class ErrorJsonToolOutput(_Shape):
+    """The error the tool answered with (``{"error": ...}``)."""
+
+    type: Literal["error-json"]
+    value: JsonValue
 
 
 class ModelToolResult(_Shape):
     type: Literal["tool-result"]
     toolCallId: str
     toolName: str
-    output: ToolResultOutput
+    output: Annotated[JsonToolOutput | ErrorJsonToolOutput, Field(discriminator="type")]
 
 
-class ModelMessage(_Shape):
-    """generateText's message: a user's text, an assistant's text and tool calls, or the
-    results of those calls."""
+class SystemModelMessage(_Shape):
+    """Instructions (this API's histories hold none: the system prompt is not a turn)."""
 
-    role: Literal["user", "assistant", "tool"]
-    content: (
-        str
-        | list[
-            Annotated[
-                ModelTextContent | ModelToolCall | ModelToolResult, Field(discriminator="type")
-            ]
-        ]
-    )
+    role: Literal["system"]
+    content: str
+
+
+class UserModelMessage(_Shape):
+    """What the person wrote (the brief, in a generation's first message)."""
+
+    role: Literal["user"]
+    content: str
+
+
+class AssistantModelMessage(_Shape):
+    """A reply: its text and its tool calls."""
+
+    role: Literal["assistant"]
+    content: list[Annotated[ModelTextContent | ModelToolCall, Field(discriminator="type")]]
+
+
+class ToolModelMessage(_Shape):
+    """The results of a reply's tool calls."""
+
+    role: Literal["tool"]
+    content: list[ModelToolResult]
+
+
+type ModelMessage = Annotated[
+    SystemModelMessage | UserModelMessage | AssistantModelMessage | ToolModelMessage,
+    Field(discriminator="role"),
+]
 
 
 class _Page(_Shape):

@@ -24,11 +24,19 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from adstudio.languages import LANGUAGE_SCHEMA, UnknownLanguage, normalise_language
+from adstudio.schema import refusal_responses
 from adstudio.serializers import InputSerializer
 from drafts.models import ActivationSource, Ad, Draft, DraftKind, DraftStatus
 from drafts.payloads import MusicVersion, SfxVersion, VoiceVersion
 from drafts.selectors import ads_for, draft_state, drafts_for
-from drafts.services import ad_archive, ad_create, ad_move, ad_update, draft_activate
+from drafts.services import (
+    AdArchived,
+    ad_archive,
+    ad_create,
+    ad_move,
+    ad_update,
+    draft_activate,
+)
 from workspaces.access import check, require
 from workspaces.roles import Action
 from workspaces.selectors import workspaces_for
@@ -266,7 +274,10 @@ class AdViewSet(viewsets.ModelViewSet):
         ad = ad_create(owner=request.user, workspace=workspace, as_superuser=as_superuser, **fields)
         return Response(AdOutputSerializer(ad).data, status=status.HTTP_201_CREATED)
 
-    @extend_schema(request=BriefSerializer, responses=AdOutputSerializer)
+    @extend_schema(
+        request=BriefSerializer,
+        responses={200: AdOutputSerializer, **refusal_responses(AdArchived)},
+    )
     def update(self, request: Request, *args, **kwargs) -> Response:
         ad = self.get_object()
         as_superuser = require(request.user, ad.workspace_id, Action.EDIT_AD)
@@ -275,7 +286,10 @@ class AdViewSet(viewsets.ModelViewSet):
         ad = ad_update(ad=ad, by=request.user, as_superuser=as_superuser, **brief.validated_data)
         return Response(AdOutputSerializer(ad).data)
 
-    @extend_schema(request=BriefSerializer, responses=AdOutputSerializer)
+    @extend_schema(
+        request=BriefSerializer,
+        responses={200: AdOutputSerializer, **refusal_responses(AdArchived)},
+    )
     def partial_update(self, request: Request, *args, **kwargs) -> Response:
         return self.update(request, *args, partial=True, **kwargs)
 
@@ -285,7 +299,10 @@ class AdViewSet(viewsets.ModelViewSet):
         ad_archive(ad=ad, by=request.user, as_superuser=as_superuser)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
-    @extend_schema(request=AdMoveSerializer, responses=AdOutputSerializer)
+    @extend_schema(
+        request=AdMoveSerializer,
+        responses={200: AdOutputSerializer, **refusal_responses(AdArchived)},
+    )
     @action(detail=True, methods=["post"])
     def move(self, request: Request, pk=None) -> Response:
         """Move the ad, with its drafts, conversation and runs, to another workspace: you
@@ -338,7 +355,9 @@ class DraftViewSet(mixins.RetrieveModelMixin, viewsets.GenericViewSet):
             return Draft.objects.none()
         return drafts_for(self.request.user)
 
-    @extend_schema(request=None, responses=ActivationSerializer)
+    @extend_schema(
+        request=None, responses={200: ActivationSerializer, **refusal_responses(AdArchived)}
+    )
     @action(detail=True, methods=["post"])
     def activate(self, request: Request, pk=None) -> Response:
         """Make this version live; the version active before and older drafts never

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+from typing import Literal
 
 from django.http import Http404, HttpResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404
@@ -18,6 +19,7 @@ from drf_spectacular.utils import (
     extend_schema,
     extend_schema_field,
 )
+from pydantic import BaseModel, ConfigDict, Field, RootModel
 from rest_framework import serializers, status
 from rest_framework.exceptions import NotFound
 from rest_framework.permissions import AllowAny, IsAuthenticated
@@ -27,6 +29,7 @@ from rest_framework.views import APIView
 
 from adstudio.api_errors import error_body
 from adstudio.byte_ranges import Unsatisfiable, requested_range
+from adstudio.schema import refusal_responses
 from adstudio.serializers import InputSerializer
 from drafts.models import DraftKind
 from drafts.selectors import ads_for
@@ -35,6 +38,8 @@ from renders.models import FILE_FIELDS, Render, RenderPreset, RenderStatus
 from renders.services import (
     ACTIVE,
     LATEST,
+    NoSuchVersion,
+    NothingToRender,
     audio_link_token,
     download_name,
     render_for_token,
@@ -44,6 +49,54 @@ from renders.services import (
 )
 
 logger = logging.getLogger(__name__)
+
+
+# --- The timeline's shape, as audio.timeline's ``Timeline.as_json`` writes it -----------
+# Keys may be added beside these (``additionalProperties``); none is renamed or removed.
+
+
+class _Open(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+
+class TimelineSegment(_Open):
+    """Where one part plays."""
+
+    kind: Literal["voice", "music", "sfx"]
+    ref: str = Field(description='"track-0", "music", "sfx-0".')
+    startS: float
+    endS: float
+    label: str
+
+
+class TimelineJoin(_Open):
+    """How a voice track meets the one it follows."""
+
+    after: str = Field(description="The track it follows.")
+    track: str
+    overlapS: float = Field(description="Seconds the two overlap; negative for a gap.")
+
+
+class Timeline(_Open):
+    """A done render's placements, measured from its audio."""
+
+    slotS: float = Field(description="The ad's duration.")
+    lengthS: float = Field(description="The slot, or longer when something ends after it.")
+    speechEndS: float
+    segments: list[TimelineSegment]
+    joins: list[TimelineJoin]
+    warnings: list[str]
+
+
+class NoTimeline(BaseModel):
+    """A render not done: an empty object."""
+
+    model_config = ConfigDict(extra="forbid", json_schema_extra={"maxProperties": 0})
+
+
+class RenderTimeline(RootModel[Timeline | NoTimeline]):
+    """The timeline of a done render; an empty object before."""
+
 
 _VERSION = r"^v[1-9][0-9]{0,8}$"
 
@@ -89,14 +142,19 @@ class RenderStemsSerializer(serializers.Serializer):
     sfx = serializers.URLField(allow_null=True)
 
 
+@extend_schema_field(RenderTimeline)
+class _TimelineField(serializers.JSONField):
+    pass
+
+
 class RenderSerializer(serializers.Serializer):
     id = serializers.UUIDField()
     adId = serializers.UUIDField(source="ad_id")
     status = serializers.ChoiceField(choices=RenderStatus.choices)
     versions = serializers.SerializerMethodField()
-    timeline = serializers.JSONField(
+    timeline = _TimelineField(
         help_text="Measured from the audio: each part's startS and endS, the joins of the "
-        "voice tracks, the ad's length against its slot, and warnings."
+        "voice tracks, the ad's length against its slot, and warnings; `{}` until done."
     )
     preset = serializers.ChoiceField(choices=RenderPreset.choices)
     seconds = serializers.FloatField(allow_null=True)
@@ -164,10 +222,7 @@ class AdRendersView(APIView):
         request=RenderRequestSerializer,
         responses={
             202: RenderSerializer,
-            409: OpenApiResponse(
-                description="`no_such_version`: a version named that the ad does not have; "
-                "`nothing_to_render`: no voices, music or effects in the versions asked for."
-            ),
+            **refusal_responses(NoSuchVersion, NothingToRender),
         },
         summary="Render a scratch track of the ad's versions",
     )

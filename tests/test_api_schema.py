@@ -1,7 +1,10 @@
 """Property-based requests against every endpoint of the OpenAPI schema (schemathesis):
-no input, valid or not, makes the API answer 5xx or contradict its own schema."""
+no input, valid or not, makes the API answer 5xx, a status its operation does not
+document, or otherwise contradict its own schema."""
 
 from __future__ import annotations
+
+import re
 
 import pytest
 import schemathesis
@@ -12,12 +15,15 @@ from schemathesis.checks import (
     content_type_conformance,
     not_a_server_error,
     response_schema_conformance,
+    status_code_conformance,
 )
 
 from accounts.services import token_create
 from adstudio.wsgi import application
 from drafts.services import draft_create
+from tests.support.api import api_for
 from tests.support.versions import version_of
+from workspaces.services import workspace_personal
 
 MAX_EXAMPLES = 8  # per operation; benchmarks/ runs the long version
 
@@ -57,7 +63,12 @@ def test_every_operation_answers_within_its_schema(case, token, settings):
     settings.ADSTUDIO_MAX_WAIT_SECONDS = 0.2  # ?wait= never holds an example up
     case.call_and_validate(
         headers={"Authorization": f"Token {token}"},
-        checks=[not_a_server_error, response_schema_conformance, content_type_conformance],
+        checks=[
+            not_a_server_error,
+            response_schema_conformance,
+            content_type_conformance,
+            status_code_conformance,  # every status answered is one the operation documents
+        ],
     )
 
 
@@ -93,3 +104,61 @@ def test_a_drafts_payload_is_documented_as_the_designs_version_shapes(client):
         "description", "placement", "duration", "playAfter", "overlap"
     }  # fmt: skip
     assert schemas["MusicVersion"]["required"] == ["musicPrompt", "musicProvider", "duration"]
+
+
+def test_a_property_that_may_be_left_out_has_no_default_a_generator_makes_required(client):
+    """openapi-typescript (``defaultNonNullable``) types a component's property with a
+    ``default`` as always present; one a client may leave out says its default in words."""
+    document = client.get("/api/schema/", HTTP_ACCEPT="application/vnd.oai.openapi+json").json()
+    schemas = document["components"]["schemas"]
+
+    def defaults(node, where=""):
+        if isinstance(node, list):
+            return [found for item in node for found in defaults(item, where)]
+        if not isinstance(node, dict):
+            return []
+        required = set(node.get("required", ()))
+        found = [
+            f"{where}.{name}"
+            for name, field in (node.get("properties") or {}).items()
+            if isinstance(field, dict) and "default" in field and name not in required
+        ]
+        return found + [f for key, value in node.items() for f in defaults(value, where)]
+
+    assert [f for name, schema in schemas.items() for f in defaults(schema, name)] == []
+    of = schemas["RenderRequestRequest"]["properties"]["of"]
+    assert "of" not in schemas["RenderRequestRequest"].get("required", [])
+    assert of["description"].endswith('Default: `"latest"`.')
+
+
+@pytest.mark.django_db
+def test_whitespace_alone_which_the_api_refuses_the_schema_refuses_too(client, user, make_ad):
+    document = client.get("/api/schema/", HTTP_ACCEPT="application/vnd.oai.openapi+json").json()
+    schemas = document["components"]["schemas"]
+    api = api_for(user)
+    ad = make_ad()
+    workspace = workspace_personal(user=user)
+    brief = {"clientDescription": " \t ", "language": "th", "durationSeconds": 30}
+    refused = [
+        ("AdCreateRequest", "clientDescription", api.post, "/api/ads/", brief),
+        ("BriefRequest", "clientDescription", api.put, f"/api/ads/{ad.pk}/", brief),
+        ("ChatInputRequest", "message", api.post, f"/api/ads/{ad.pk}/chat", {"message": " "}),
+        ("WorkspaceInputRequest", "name", api.post, "/api/workspaces/", {"name": "\n"}),
+        (
+            "MemberInputRequest",
+            "username",
+            api.post,
+            f"/api/workspaces/{workspace.pk}/members/",
+            {"username": " ", "role": "editor"},
+        ),
+    ]
+    for component, field, send, url, body in refused:
+        pattern = schemas[component]["properties"][field]["pattern"]
+
+        answer = send(url, body, format="json")
+
+        assert answer.status_code == 400 and field in answer.json()["error"]["fields"], url
+        assert re.fullmatch(pattern, body[field]) is None, (component, field)
+        assert re.fullmatch(pattern, " Spotify ") and not re.fullmatch(pattern, "a\x00b")
+    allowed = api.post("/api/workspaces/", {"name": " Team "}, format="json")
+    assert allowed.status_code == 201

@@ -12,6 +12,7 @@ from rest_framework.exceptions import ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from adstudio.schema import refusal_responses
 from adstudio.serializers import InputSerializer
 from workspaces.access import check
 from workspaces.invitations import (
@@ -25,6 +26,7 @@ from workspaces.models import Invitation, InvitationKind, InvitationStatus, Memb
 from workspaces.roles import Action, Role
 from workspaces.selectors import members_of, workspaces_for
 from workspaces.services import (
+    LastAdmin,
     member_change,
     member_remove,
     workspace_create,
@@ -197,7 +199,10 @@ class MemberViewSet(viewsets.GenericViewSet):
         )
         return Response(InvitationSerializer(invitation).data, status=status.HTTP_202_ACCEPTED)
 
-    @extend_schema(request=MemberRoleSerializer, responses=MemberSerializer)
+    @extend_schema(
+        request=MemberRoleSerializer,
+        responses={200: MemberSerializer, **refusal_responses(LastAdmin)},
+    )
     def partial_update(self, request: Request, workspace_id, user_id) -> Response:
         workspace, as_superuser = self.workspace()
         data = MemberRoleSerializer(data=request.data)
@@ -210,7 +215,7 @@ class MemberViewSet(viewsets.GenericViewSet):
         )
         return Response(MemberSerializer(membership).data)
 
-    @extend_schema(request=None, responses={204: None})
+    @extend_schema(request=None, responses={204: None, **refusal_responses(LastAdmin)})
     def destroy(self, request: Request, workspace_id, user_id) -> Response:
         workspace, as_superuser = self.workspace()
         member_remove(

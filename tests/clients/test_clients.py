@@ -79,7 +79,7 @@ def test_the_sdks_validators_accept_a_real_conversation(node, live, make_ad):
 
     out = run_node(node, "validate.mjs", {**live, "AD_ID": str(ad.pk)})
 
-    assert out["ui"] == 5  # the brief is its reply's; two user messages, three replies
+    assert out["ui"] == 6  # the brief and two user messages, three replies
     assert out["model"] > out["ui"]  # tool messages are their own there
     assert out["states"].count("output-error") == 1
 
@@ -175,10 +175,11 @@ def test_the_chat_types_module_is_current_and_types_a_use_chat_page(node, live, 
     assert run_finished(start_generation(ad=ad)).status == "succeeded"
     out = run_node(node, "build-chat/tests/clients/chat.js", {**live, "AD_ID": str(ad.pk)})
 
-    assert out["before"][0][0].startswith("brief: ")
-    assert "music v1: calm acoustic" in out["before"][0]
+    assert out["before"][0][0].startswith("text: Brief\n")  # the generation's user turn
+    assert out["before"][1][0].startswith("brief: ")
+    assert "music v1: calm acoustic" in out["before"][1]
     assert "music v2: upbeat pop, 120 bpm" in out["reply"]
-    assert out["messages"] == 3  # the first reply, the message, its reply
+    assert out["messages"] == 4  # the brief, the first reply, the message, its reply
 
 
 def test_an_event_source_follows_a_run_and_resumes_with_last_event_id(node, live, make_ad):

@@ -3,6 +3,9 @@ from the schema is not refused for its parameters, and one past them is."""
 
 from __future__ import annotations
 
+import re
+from urllib.parse import unquote
+
 import pytest
 from django.utils import timezone
 from rest_framework.test import APIClient
@@ -32,6 +35,12 @@ def parameter(document: dict, path: str, method: str, name: str) -> dict:
         ("/api/runs/{id}/events", "get", "format", {"enum": ["json"]}),
         ("/api/runs/{id}/events/stream", "get", "Last-Event-ID", {"type": "string"}),
         ("/api/ads/{ad_id}/ui-chat/{chat_id}/stream", "get", "Last-Event-ID", {"type": "string"}),
+        (
+            "/api/ads/{ad_id}/ui-chat/{chat_id}/stream",
+            "get",
+            "chat_id",
+            {"type": "string", "minLength": 1, "pattern": "^[^/]+$"},
+        ),
         ("/api/voices/", "get", "language", {"type": "string", "minLength": 1}),
     ],
 )
@@ -74,3 +83,25 @@ def test_no_stream_to_resume_is_a_204_without_a_body_or_content_type(api, make_a
     assert response.status_code == 204
     assert "Content-Type" not in response.headers
     assert response.content == b""
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("chat_id", "status"),
+    [
+        ("new-chat", 204),  # any text the schema allows is a chat id: no run to resume
+        ("chat%20%C3%A9t%C3%A9", 204),
+        ("00000000-0000-0000-0000-000000000000", 204),
+        ("a%2Fb", 404),  # a "/" the pattern forbids: no such path
+    ],
+)
+def test_the_chat_ids_the_schema_allows_are_the_ones_the_stream_takes(
+    api, make_ad, document, chat_id, status
+):
+    pattern = parameter(document, "/api/ads/{ad_id}/ui-chat/{chat_id}/stream", "get", "chat_id")
+    allowed = re.fullmatch(pattern["pattern"], unquote(chat_id)) is not None
+
+    response = api.get(f"/api/ads/{make_ad().pk}/ui-chat/{chat_id}/stream")
+
+    assert response.status_code == status
+    assert allowed is (status == 204)

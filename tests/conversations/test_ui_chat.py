@@ -20,6 +20,7 @@ from conversations.models import Conversation, Run, RunEvent
 from conversations.services import (
     NothingToRegenerate,
     chat_regenerate,
+    run_cancel,
     send_message,
     start_generation,
 )
@@ -73,13 +74,16 @@ def test_the_conversation_as_ui_messages(api, conversation):
     assert api.get(f"/api/ads/{conversation.ad_id}/conversation/ui").json() == body
 
     messages = body["results"]
-    # The generation's brief is its reply's data part, not a user message of invented
-    # text; the two chat messages are the person's, as they wrote them.
-    assert body["count"] == len(messages) == 5
-    assert [m["role"] for m in messages] == ["assistant", "user", "assistant", "user", "assistant"]
+    # The generation is its user turn (the brief as the director was given it) and its
+    # reply; the two chat messages are the person's, as they wrote them.
+    assert body["count"] == len(messages) == 6
+    assert [m["role"] for m in messages] == ["user", "assistant"] * 3
     runs = list(Run.objects.filter(conversation=conversation).order_by("created_at"))
-    assert [m["id"] for m in messages[0::2]] == [f"run-{run.pk}" for run in runs]
-    assert [m["id"] for m in messages[1::2]] == [f"user-{run.pk}" for run in runs[1:]]
+    assert [m["id"] for m in messages[1::2]] == [f"run-{run.pk}" for run in runs]
+    assert [m["id"] for m in messages[0::2]] == [f"user-{run.pk}" for run in runs]
+    assert messages[0]["parts"] == [{"type": "text", "text": runs[0].input_text}]
+    assert runs[0].input_text.startswith("Brief\n")
+    messages = messages[1:]  # from the first reply on, as before
     first = messages[0]["parts"]
     assert [p["type"] for p in first] == [
         "data-brief",
@@ -142,6 +146,46 @@ def test_the_conversation_as_model_messages(api, conversation):
         if m["role"] == "tool" and m["content"][0]["output"]["type"] == "error-json"
     )
     assert failed["content"][0]["output"]["value"]["error"].startswith("Unknown or unavailable")
+
+
+def _user_turns(api, conversation) -> tuple[list[str], list[str]]:
+    """The user turns of the UI history and of the model history, as their texts."""
+    ui = api.get(f"/api/conversations/{conversation.pk}/messages/ui/").json()["results"]
+    model = api.get(f"/api/conversations/{conversation.pk}/messages/model/").json()["results"]
+    return (
+        [m["parts"][0]["text"] for m in ui if m["role"] == "user"],
+        [m["content"] for m in model if m["role"] == "user"],
+    )
+
+
+def test_a_generation_is_the_same_user_turn_in_both_histories(api, fake_providers, en_ad):
+    fake_providers.script(turn("Here is a first idea."))
+    run = start_generation(ad=en_ad)  # the brief, and no message of anyone's
+
+    ui, model = _user_turns(api, run.conversation)
+
+    assert ui == model == [Run.objects.get(pk=run.pk).input_text]
+    assert ui[0].startswith("Brief\nClient: ")
+
+
+def test_a_message_cancelled_while_queued_is_in_neither_history(api, conversation):
+    before = _user_turns(api, conversation)
+    queued = Run.objects.create(conversation=conversation, input_text="Never mind this one")
+    assert queued.status == "queued"
+    shown = api.get(f"/api/conversations/{conversation.pk}/messages/ui/").json()["results"]
+    assert shown[-1]["parts"] == [{"type": "text", "text": "Never mind this one"}]  # queued
+
+    run_cancel(run=queued)
+
+    queued.refresh_from_db()
+    assert queued.status == "cancelled" and queued.started_at is None
+    assert queued.events.exists()  # its stream said it ended; still no turn of its own
+    ui, model = _user_turns(api, conversation)
+    assert ui == model and (ui, model) == before
+    ids = [
+        m["id"] for m in api.get(f"/api/ads/{conversation.ad_id}/conversation/ui").json()["results"]
+    ]
+    assert f"run-{queued.pk}" not in ids and f"user-{queued.pk}" not in ids
 
 
 def test_the_default_shape_is_unchanged_and_an_unknown_format_is_refused(api, conversation):

@@ -15,9 +15,11 @@ from django.core.files.storage import default_storage
 from django.db import IntegrityError, transaction
 from django.db.models.functions import Now
 from django.utils import timezone
+from drf_spectacular.generators import SchemaGenerator
 from hypothesis import HealthCheck, given
 from hypothesis import settings as examples
 from hypothesis import strategies as st
+from jsonschema import Draft7Validator
 from rest_framework.test import APIClient
 
 from drafts.payloads import SfxVersion
@@ -58,6 +60,31 @@ def test_a_render_is_made_and_read_back_with_its_timeline(ad, user, tasks_execut
     assert rate == 48_000 and abs(len(samples) / rate - body["seconds"]) < 0.05
     wav = APIClient().get(body["wavUrl"])
     assert wav.status_code == 200 and wav["Content-Type"] == "audio/wav"
+
+
+def test_the_timeline_is_typed_in_the_schema_and_open_to_new_keys(ad, user, tasks_executed):
+    document = SchemaGenerator().get_schema(request=None, public=True)
+    timeline = Draft7Validator(
+        {"allOf": [{"$ref": "#/components/schemas/RenderTimeline"}], **document}
+    )
+    api = api_for(user)
+    asked = api.post(f"/api/ads/{ad.pk}/renders", {}, format="json").json()
+
+    made = api.get(f"/api/renders/{asked['id']}").json()["timeline"]
+
+    assert document["components"]["schemas"]["Render"]["properties"]["timeline"]["allOf"] == [
+        {"$ref": "#/components/schemas/RenderTimeline"}
+    ]
+    assert "synthesisRealTimeFactor" in made  # a key beside the documented ones
+    assert list(timeline.iter_errors(made)) == []
+    assert list(timeline.iter_errors({})) == []  # not done yet
+    assert list(timeline.iter_errors({**made, "speech": {"sfx-0": 1.5}})) == []
+    for broken in (
+        {key: value for key, value in made.items() if key != "segments"},
+        {**made, "segments": [{**made["segments"][0], "startS": "0.0"}]},
+        {"slotS": 15},
+    ):
+        assert list(timeline.iter_errors(broken)), broken
 
 
 def test_the_same_versions_are_rendered_once(ad, user, tasks_executed):
