@@ -16,6 +16,7 @@ from adstudio.schema import refusal_responses
 from adstudio.serializers import InputSerializer
 from workspaces.access import check
 from workspaces.invitations import (
+    InvitationClosed,
     invitation_accept,
     invitation_decline,
     invitation_revoke,
@@ -250,7 +251,7 @@ class WorkspaceInvitationViewSet(viewsets.GenericViewSet):
         page = self.paginate_queryset(invitations)
         return self.get_paginated_response(InvitationSerializer(page, many=True).data)
 
-    @extend_schema(request=None, responses={204: None})
+    @extend_schema(request=None, responses={204: None, **refusal_responses(InvitationClosed)})
     def destroy(self, request: Request, workspace_id, invitation_id) -> Response:
         """Revoke an open invitation."""
         workspace, as_superuser = self.workspace()
@@ -275,7 +276,9 @@ class ReceivedInvitationViewSet(viewsets.GenericViewSet):
         page = self.paginate_queryset(self.get_queryset())
         return self.get_paginated_response(ReceivedInvitationSerializer(page, many=True).data)
 
-    @extend_schema(request=None, responses={200: WorkspaceSerializer})
+    @extend_schema(
+        request=None, responses={200: WorkspaceSerializer, **refusal_responses(InvitationClosed)}
+    )
     def accept(self, request: Request, invitation_id) -> Response:
         """Join the workspace with the invitation's role."""
         invitation = get_object_or_404(self.get_queryset(), pk=invitation_id)
@@ -284,7 +287,7 @@ class ReceivedInvitationViewSet(viewsets.GenericViewSet):
         workspace.my_role = membership.role
         return Response(WorkspaceSerializer(workspace).data)
 
-    @extend_schema(request=None, responses={204: None})
+    @extend_schema(request=None, responses={204: None, **refusal_responses(InvitationClosed)})
     def decline(self, request: Request, invitation_id) -> Response:
         invitation = get_object_or_404(self.get_queryset(), pk=invitation_id)
         invitation_decline(invitation=invitation, user=request.user)
