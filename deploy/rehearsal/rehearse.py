@@ -632,7 +632,8 @@ def check_clock(stack: Stack, api: Api) -> tuple[bool, str]:
     ordered = created <= begun <= ended
     passed = finished["status"] == "succeeded" and claims == 1 and ordered
     return passed, (
-        f"a worker host 60 s behind ran a 40 s run: {finished['status']}, claims {claims}, "
+        f"a worker host 60 s behind ran a run longer than the stale limit: "
+        f"{finished['status']}, claims {claims}, "
         f"created <= started <= finished: {ordered}"
     )
 
