@@ -283,6 +283,7 @@ def set_ad_length(ctx: ToolContext, args: SetAdLengthArgs) -> dict[str, Any]:
     previous = ctx.ad.duration_s
     values = {"duration_s": args.durationSeconds, "updated_at": timezone.now()}
     if ctx.batch is not None:
+        ctx.batch.pop_update(Ad, ctx.ad.pk)  # two lengths in one round: the last one holds
         ctx.batch.update(Ad, ctx.ad.pk, **values)
     else:
         Ad.objects.filter(pk=ctx.ad.pk).update(**values)

@@ -259,8 +259,10 @@ def test_a_staged_length_is_written_only_with_the_calls_result(ctx):
     before = Ad.objects.get(pk=ctx.ad.pk).duration_s
 
     outcome = execute_tool_call(tool_call("set_ad_length", {"durationSeconds": 45}), staged)
+    again = execute_tool_call(tool_call("set_ad_length", {"durationSeconds": 40}), staged)
 
-    assert not outcome.is_error, outcome.content
+    assert not outcome.is_error and not again.is_error, (outcome.content, again.content)
+    assert again.content == {"durationSeconds": 40, "previousSeconds": 45}
     assert Ad.objects.get(pk=ctx.ad.pk).duration_s == before  # staged, not yet written
     batch.write()
-    assert Ad.objects.get(pk=ctx.ad.pk).duration_s == 45
+    assert Ad.objects.get(pk=ctx.ad.pk).duration_s == 40
