@@ -31,6 +31,15 @@ from adstudio.env import (
     otlp_endpoint,
     redis_url,
 )
+
+# The one import of an app in the project package, and the layers contract's one written
+# exception (pyproject's [tool.importlinter]). The settings are where the project is put
+# together (they name every app already, in INSTALLED_APPS); the providers' variables
+# are read here, with the providers' own parser, so that a bad value stops the start
+# with a message naming it, as every other variable does. The parser needs the
+# providers' names and key variables (providers.profiles): moving it below would put the
+# providers' knowledge in the project package, and importing it by a dotted string
+# would keep the same arrow while hiding it from the contract.
 from providers import configuration as provider_configuration
 
 BASE_DIR = Path(__file__).resolve().parent.parent

@@ -13,7 +13,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, model_validator
 
@@ -21,15 +21,51 @@ from adstudio.json_schema import absent_not_default, lean_schema
 
 if TYPE_CHECKING:
     from adstudio.batch import Batch
-    from drafts.models import Ad
-    from drafts.services import LatestVersions
+
+
+# The tools live in the apps; what a call is handed is described here by what the tools
+# use of it, so the project package names no app (``drafts.models.Ad`` and
+# ``drafts.services.LatestVersions`` have these members; tests/adstudio/test_tools.py
+# checks that they still do).
+@runtime_checkable
+class ToolAd(Protocol):
+    """The ad a call works on: the tools read its key, language and length, and
+    ``set_ad_length`` sets the length the run's later calls measure against."""
+
+    pk: Any
+    language: str
+    duration_s: int
+
+
+@runtime_checkable
+class StagedDraft(Protocol):
+    """A draft version a call staged, as the latest-versions holder records it."""
+
+    pk: Any
+    kind: str
+    version: int
+
+
+@runtime_checkable
+class DraftVersions(Protocol):
+    """The ad's latest draft version of each kind as the run knows it, so a writing call
+    need not read it; forgotten when a staged draft is discarded (then versions are read)."""
+
+    def of(self, kind: str) -> tuple[uuid.UUID | None, int | None] | None:
+        """(id, version) of the latest draft of ``kind``; (None, None) when there is
+        none; None when not known."""
+        ...
+
+    def staged(self, draft: StagedDraft) -> None: ...
+
+    def forget(self) -> None: ...
 
 
 @dataclass(frozen=True)
 class ToolContext:
     """Who is calling: the conversation's ad, never an ad named in the model's arguments."""
 
-    ad: Ad
+    ad: ToolAd
     run_id: uuid.UUID | None = None
     tool_call_id: str = ""
     # Where a writing tool stages its rows, to be written in one statement with the
@@ -38,7 +74,7 @@ class ToolContext:
     # are discarded.
     batch: Batch | None = None
     # The ad's latest draft versions as the run knows them; None: they are read.
-    draft_versions: LatestVersions | None = None
+    draft_versions: DraftVersions | None = None
 
 
 class ToolError(Exception):

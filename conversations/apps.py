@@ -8,17 +8,20 @@ class ConversationsConfig(AppConfig):
     def ready(self) -> None:
         """The run's tasks registered with the Celery app (``runs.enqueue.run_enqueue`` sends
         them by name), what the project package's observability reads of this app given
-        to it (the price table runs are billed with, and the queue of runs), and the
+        to it (the price table runs are billed with, the queue of runs, and the statistics'
+        permission, which lets a user read ``/metrics``), and the
         runs' recovery sweep, which the workers run (``adstudio.sweeps``)."""
         from django.conf import settings
 
         from adstudio import sweeps
-        from adstudio.observability import hooks, metrics
+        from adstudio.observability import hooks, metrics, views
         from conversations import tasks  # noqa: F401
+        from conversations.models import STATS_PERMISSION
         from conversations.runs.recover import runs_recover
         from conversations.selectors import runs_queued
         from providers.pricing import usage_cost
 
         hooks.use_price_table(usage_cost)
         metrics.count_queued_runs_with(runs_queued)
+        views.readable_with(STATS_PERMISSION)
         sweeps.register("runs", interval=settings.ADSTUDIO_RECOVERY_INTERVAL, run=runs_recover)

@@ -11,6 +11,7 @@ from django.utils import timezone
 from adstudio.batch import Batch, insert_rows
 from adstudio.refusals import StateConflict
 from adstudio.text import clip_words
+from adstudio.tools import DraftVersions, StagedDraft
 from drafts.locks import ad_lock
 from drafts.models import (
     Activation,
@@ -163,7 +164,8 @@ def ad_update(*, ad: Ad, by=None, as_superuser: bool = False, **brief) -> Ad:
 
 
 class LatestVersions:
-    """The latest version (its id and number) of each kind of one ad, as a run knows it:
+    """The latest version (its id and number) of each kind of one ad, as a run knows it
+    (what a tool call is handed as ``adstudio.tools.DraftVersions``):
     read with the run's claim, then advanced by each draft the run stages, so that a
     draft-writing tool call need not read it. Knowledge gone stale (a draft another
     writer added since) shows at the write, as a ``WriteConflict``; a staged draft that is
@@ -179,7 +181,7 @@ class LatestVersions:
             return None
         return self._latest.get(kind, (None, None))
 
-    def staged(self, draft: Draft) -> None:
+    def staged(self, draft: StagedDraft) -> None:
         if self._latest is not None:
             self._latest[draft.kind] = (draft.pk, draft.version)
 
@@ -196,7 +198,7 @@ def draft_create(
     run_id: uuid.UUID | None = None,
     tool_call_id: str = "",
     batch: Batch | None = None,
-    latest: LatestVersions | None = None,
+    latest: DraftVersions | None = None,
 ) -> tuple[Draft, bool]:
     """Write ``version`` (a version shape of ``drafts.payloads``, whose type is the kind)
     as the next version of its kind for ``ad``; returns ``(draft, created)``. The summary

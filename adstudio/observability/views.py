@@ -1,5 +1,6 @@
-"""``/metrics``: the Prometheus metrics, for staff signed in to the admin or a scraper
-holding ``ADSTUDIO_METRICS_TOKEN`` (``Authorization: Bearer <token>``).
+"""``/metrics``: the Prometheus metrics, for users signed in with the statistics'
+permission (which its app gives at start) or a scraper holding ``ADSTUDIO_METRICS_TOKEN``
+(``Authorization: Bearer <token>``).
 
 A plain Django view, outside the API: no API throttle, authentication class or schema
 applies to it. 404 while metrics are off.
@@ -16,6 +17,16 @@ from django.views.decorators.http import require_GET
 from prometheus_client.exposition import choose_encoder
 
 from adstudio.observability import metrics, switch
+
+# The permission a signed-in user needs: the statistics' permission, which its app gives
+# at start (``ConversationsConfig.ready``); until then only the bearer token reads.
+_permission: str | None = None
+
+
+def readable_with(permission: str) -> None:
+    """Let users holding ``permission`` (``"app_label.codename"``) read the metrics."""
+    global _permission
+    _permission = permission
 
 
 def _unauthorized(message: str) -> HttpResponse:
@@ -39,9 +50,9 @@ def _refusal(request: HttpRequest) -> HttpResponse | None:
             "Sign in to the admin, or send Authorization: Bearer <ADSTUDIO_METRICS_TOKEN>.\n"
         )
     # The figures span every workspace: the statistics' permission, not being staff.
-    if not user.has_perm("conversations.view_agent_stats"):
+    if _permission is None or not user.has_perm(_permission):
         return HttpResponse(
-            "Needs the permission conversations.view_agent_stats.\n",
+            f"Needs the permission {_permission or 'to view the statistics'}.\n",
             status=403,
             content_type="text/plain; charset=utf-8",
         )

@@ -14,7 +14,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from rest_framework.test import APIClient
 
 from accounts.services import token_create
-from adstudio.observability import metrics
+from adstudio.observability import metrics, views
 from conversations.loop import run_agent
 from conversations.models import Conversation, Run
 from providers import Usage
@@ -81,6 +81,21 @@ def test_metrics_are_for_staff_sessions_and_the_bearer_token(
     assert client.get("/metrics", HTTP_AUTHORIZATION="Bearer ").status_code == 401
     metrics.disable()
     assert client.get("/metrics", HTTP_AUTHORIZATION=f"Bearer {metrics_on}").status_code == 404
+
+
+def test_a_session_reads_the_metrics_with_the_permission_its_app_gave(
+    client, metrics_on, staff_user, monkeypatch
+):
+    """The project package names no app's permission: the conversations app gives it at
+    start, and without it no session reads the figures (the bearer token still does)."""
+    client.force_login(staff_user)
+    assert client.get("/metrics").status_code == 200  # given: ConversationsConfig.ready
+    monkeypatch.setattr(views, "_permission", None)
+    refused = client.get("/metrics")
+    assert refused.status_code == 403
+    assert refused.content == b"Needs the permission to view the statistics.\n"
+    client.logout()
+    assert client.get("/metrics", HTTP_AUTHORIZATION=f"Bearer {metrics_on}").status_code == 200
 
 
 def test_the_queue_is_read_in_one_query_at_scrape_time(
