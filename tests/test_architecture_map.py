@@ -64,3 +64,12 @@ def test_every_model_is_in_what_is_stored():
     ours = [m for m in apps.get_models() if m._meta.app_label in APPS]
     missing = [m.__name__ for m in ours if f"**{m.__name__}**" not in stored]
     assert missing == [], f"models the architecture page does not list: {missing}"
+
+
+def test_the_arrow_diagram_is_the_import_graph():
+    from tests.support.architecture_diagram import diagram, page_diagram
+
+    assert page_diagram() == diagram(), (
+        "docs/ARCHITECTURE.md's diagram is not the import graph: "
+        "python -m tests.support.architecture_diagram --write"
+    )
