@@ -41,8 +41,6 @@ from adstudio.serializers import InputSerializer
 from adstudio.stream_slots import AsyncHeldStream, HeldStream, StreamSlot, take_stream_slot
 from adstudio.throttling import RunRateThrottle
 from conversations.events_api import (
-    ASYNC_KEEPALIVE_S,
-    KEEPALIVE_S,
     SEQUENCE_HEADER_SCHEMA,
     database_gone,
     no_content,
@@ -50,6 +48,7 @@ from conversations.events_api import (
 )
 from conversations.models import Conversation, Run, RunEventType, RunStatus
 from conversations.run_event_reads import arun_events_page
+from conversations.run_follow import ASYNC_KEEPALIVE_S, KEEPALIVE_S
 from conversations.selectors import (
     conversation_latest,
     conversations_for,
