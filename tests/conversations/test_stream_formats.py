@@ -10,8 +10,10 @@ import json
 import pytest
 from django.db import OperationalError, connections
 from django.utils import timezone
+from rest_framework.test import APIClient
 
-from conversations import selectors
+from accounts.services import token_create
+from conversations import events_api, selectors
 from conversations.events_api import EventStreamBody, _long_poll_response
 from conversations.models import Conversation, Run, RunEvent
 from conversations.ui_chat_api import _UIStreamBody
@@ -70,9 +72,10 @@ def finished_run(ad) -> Run:
 
 
 @pytest.fixture
-def quiet_run(ad) -> Run:
+def quiet_run(make_ad) -> Run:
     """A run that has not started: no events."""
-    return Run.objects.create(conversation=Conversation.objects.create(ad=ad), input_text="hi")
+    conversation = Conversation.objects.create(ad=make_ad())
+    return Run.objects.create(conversation=conversation, input_text="hi")
 
 
 @pytest.fixture
@@ -229,3 +232,38 @@ def test_a_long_poll_cut_short_says_why_in_the_pages_shape(finished_run, monkeyp
 
 def _lost(run_id, after):
     raise OperationalError("the connection was lost")
+
+
+@pytest.fixture
+def api(user) -> APIClient:
+    client = APIClient()  # serves a view as WSGI does: in this thread
+    client.credentials(HTTP_AUTHORIZATION=f"Token {token_create(user=user)[1]}")
+    return client
+
+
+def test_a_long_poll_served_by_a_thread_answers_the_same_pages(api, finished_run, quiet_run):
+    answered = api.get(f"/api/runs/{finished_run.pk}/events?after=1&wait=5")
+    waited = api.get(f"/api/runs/{quiet_run.pk}/events?after=0&wait=0.3")
+
+    assert answered.json() == _long_poll(finished_run, after=1)
+    assert waited.json() == _long_poll(quiet_run, after=0, wait=0.3)
+
+
+def test_a_long_poll_served_by_a_thread_refuses_a_reader_who_lost_access(
+    api, finished_run, monkeypatch
+):
+    """Its status is not out yet: 404, as for anyone else who may not read the run."""
+    monkeypatch.setattr(events_api, "ReaderAccess", lambda user, run_id: Reader(allowed=False))
+
+    response = api.get(f"/api/runs/{finished_run.pk}/events?after=1&wait=5")
+
+    assert response.status_code == 404
+
+
+def test_a_long_poll_served_by_a_thread_that_lost_its_database_is_a_503(
+    api, finished_run, database_gone
+):
+    response = api.get(f"/api/runs/{finished_run.pk}/events?after=1&wait=5")
+
+    assert response.status_code == 503 and response["Retry-After"]
+    assert response.json()["error"]["code"] == "database_unavailable"
