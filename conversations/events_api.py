@@ -8,12 +8,11 @@ from __future__ import annotations
 
 import json
 import logging
-import time
 from collections.abc import AsyncIterator, Iterator
+from contextlib import aclosing, closing
 
 from django.conf import settings
 from django.core.handlers.asgi import ASGIRequest
-from django.db import DatabaseError
 from django.http import HttpResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import (
@@ -33,7 +32,15 @@ from adstudio.db import release_connection
 from adstudio.stream_slots import AsyncHeldStream, HeldStream, StreamSlot, take_stream_slot
 from conversations.api import WAIT_SCHEMA, seconds_param
 from conversations.models import Run, RunEvent, RunStatus
-from conversations.run_event_reads import arun_events_page
+from conversations.run_follow import (
+    End,
+    Ending,
+    Events,
+    Happening,
+    KeepAlive,
+    follow_run,
+    follow_run_sync,
+)
 from conversations.selectors import run_events_page, runs_for
 from conversations.stream_access import REVOKED_MESSAGE, ReaderAccess
 
@@ -108,12 +115,6 @@ def database_gone(what: str, run_id) -> str:
     return f": the database did not answer; reconnect\nretry: {DATABASE_RETRY_MS}\n\n"
 
 
-# Seconds between comments on a stream that has nothing to send, which keep proxies from
-# closing it: under WSGI its thread re-reads meanwhile; under ASGI only a wake-up reads.
-KEEPALIVE_S = 5.0
-ASYNC_KEEPALIVE_S = 15.0
-
-
 class RunEventsView(APIView):
     """A run's events as JSON pages. A client that negotiates an event stream here
     (``Accept: text/event-stream``, ``?format=sse``) gets the stream of
@@ -149,15 +150,18 @@ class RunEventsView(APIView):
         reader = ReaderAccess(request.user, run.pk)
         if isinstance(request._request, ASGIRequest):
             return _long_poll_response(run, after=after, wait=wait, slot=slot, reader=reader)
-        try:
-            events, run_status = run_events_page(
-                run_id=run.pk, status=run.status, after=after, wait=wait, interrupted=reader.changed
-            )
-            if not reader.allowed():
-                raise NotFound()  # as for anyone else who may not read it
+        try:  # served by a thread (WSGI): it waits here, and its status is not out yet
+            with closing(
+                follow_run_sync(run, **_waiting_once(after, wait), reader=reader)
+            ) as follow:
+                happening = next(follow)
         finally:
             slot.give_back()
-        return Response(events_page(events, run_status, after))
+        if isinstance(happening, End) and happening.error is not None:
+            raise happening.error  # answered 503 (adstudio.db_outage)
+        if happening == End(Ending.ACCESS_REVOKED):
+            raise NotFound()  # as for anyone else who may not read it
+        return Response(long_poll_page(run, after, happening))
 
     def handle_exception(self, exc):
         """An error is a JSON body in the API's one shape, even to a client that asked
@@ -215,6 +219,30 @@ def events_page(events: list[RunEvent], run_status: str, after: int) -> dict:
     }
 
 
+def _waiting_once(after: int, wait: float) -> dict:
+    """A long poll follows its run for one wait: it answers with the first thing that
+    happens (events, or none when the wait ended)."""
+    return {"after": after, "duration": wait, "keepalive": wait}
+
+
+def long_poll_page(run: Run, after: int, happening: Happening) -> dict:
+    """The long poll's page for the first thing its follow yielded. Under ASGI its 200 is
+    out when the database or the reader's access goes: the page says so, whole and in its
+    shape (what was read for a reader who lost access is not sent)."""
+    match happening:
+        case Events(events=events, run_status=run_status):
+            return events_page(events, run_status, after)
+        case End(why=Ending.DATABASE_GONE):
+            logger.warning("long poll of run %s ended: the database did not answer", run.pk)
+            message = "The database did not answer: ask again in a few seconds."
+            error = {"code": "database_unavailable", "message": message}
+        case End(why=Ending.ACCESS_REVOKED):
+            error = {"code": "access_revoked", "message": REVOKED_MESSAGE}
+        case _:  # the wait ended with nothing new, or the run finished before it
+            return events_page([], run.status, after)
+    return {**events_page([], run.status, after), "error": error}
+
+
 def _long_poll_response(
     run: Run, *, after: int, wait: float, slot: StreamSlot, reader: ReaderAccess
 ) -> StreamingHttpResponse:
@@ -223,33 +251,9 @@ def _long_poll_response(
     (the status, 200, goes out first)."""
 
     async def page() -> AsyncIterator[bytes]:
-        try:
-            events, run_status = await arun_events_page(
-                run_id=run.pk,
-                status=run.status,
-                after=after,
-                wait=wait,
-                interrupted=reader.changed,
-            )
-            allowed = await reader.aallowed()
-        except DatabaseError:
-            # The 200 is out: the body says what happened, whole and in the page's shape.
-            logger.warning("long poll of run %s ended: the database did not answer", run.pk)
-            message = "The database did not answer: ask again in a few seconds."
-            body = {
-                **events_page([], run.status, after),
-                "error": {"code": "database_unavailable", "message": message},
-            }
-            yield JSONRenderer().render(body)
-            return
-        if not allowed:  # the 200 is out: what was read is not sent, the body says why
-            body = {
-                **events_page([], run.status, after),
-                "error": {"code": "access_revoked", "message": REVOKED_MESSAGE},
-            }
-            yield JSONRenderer().render(body)
-            return
-        yield JSONRenderer().render(events_page(events, run_status, after))
+        async with aclosing(follow_run(run, **_waiting_once(after, wait), reader=reader)) as follow:
+            happening = await anext(follow)
+        yield JSONRenderer().render(long_poll_page(run, after, happening))
 
     release_connection()
     response = StreamingHttpResponse(
@@ -340,76 +344,37 @@ def server_sent(event: RunEvent) -> str:
 
 
 class EventStreamBody:
-    """One event stream's text, as a WSGI thread or an ASGI coroutine sends it."""
+    """One event stream's text: what following its run yields (``run_follow``), said as
+    Server-Sent Events, from an ASGI coroutine or a WSGI thread."""
 
     def __init__(self, run: Run, *, after: int, duration: float, reader: ReaderAccess) -> None:
         self.run = run
-        self.reader = reader  # re-checked at each wake-up (``stream_access``)
-        self.last = after
-        self.run_status = run.status
-        self.deadline = time.monotonic() + duration
+        self.follow = {"after": after, "duration": duration, "reader": reader}
         self.sent = False
-
-    def _wait(self, keepalive: float = KEEPALIVE_S) -> float:
-        return min(keepalive, self.deadline - time.monotonic())
-
-    def _chunks_of(self, events: list[RunEvent]) -> Iterator[str]:
-        for event in events:
-            self.last, self.sent = event.seq, True
-            yield server_sent(event)
-
-    def _ending(self) -> Iterator[str]:
-        if not self.sent:  # an idle stream: its EventSource comes back later, not at once
-            yield f": idle\nretry: {IDLE_RETRY_MS}\n\n"
 
     def chunks(self) -> Iterator[str]:
         yield "retry: 1000\n\n"
-        while time.monotonic() < self.deadline:
-            try:
-                events, self.run_status = run_events_page(
-                    run_id=self.run.pk,
-                    status=self.run_status,
-                    after=self.last,
-                    wait=self._wait(),
-                    interrupted=self.reader.changed,
-                )
-                allowed = self.reader.allowed()
-            except DatabaseError:
-                yield database_gone("event stream", self.run.pk)
-                return
-            if not allowed:  # what was read is not sent
-                yield access_revoked(self.run.pk)
-                return
-            yield from self._chunks_of(events)
-            if not events:
-                if self.run_status in RunStatus.finished():
-                    return
-                yield ": keep-alive\n\n"
-        yield from self._ending()
+        for happening in follow_run_sync(self.run, **self.follow):
+            yield from self._text(happening)
 
     async def chunks_async(self) -> AsyncIterator[str]:
         yield "retry: 1000\n\n"
-        while time.monotonic() < self.deadline:
-            try:
-                events, self.run_status = await arun_events_page(
-                    run_id=self.run.pk,
-                    status=self.run_status,
-                    after=self.last,
-                    wait=self._wait(ASYNC_KEEPALIVE_S),
-                    interrupted=self.reader.changed,
-                )
-                allowed = await self.reader.aallowed()
-            except DatabaseError:
-                yield database_gone("event stream", self.run.pk)
-                return
-            if not allowed:  # what was read is not sent
-                yield access_revoked(self.run.pk)
-                return
-            for chunk in self._chunks_of(events):
+        async for happening in follow_run(self.run, **self.follow):
+            for chunk in self._text(happening):
                 yield chunk
-            if not events:
-                if self.run_status in RunStatus.finished():
-                    return
+
+    def _text(self, happening: Happening) -> Iterator[str]:
+        match happening:
+            case Events(events=events):
+                self.sent = True
+                for event in events:
+                    yield server_sent(event)
+            case KeepAlive():
                 yield ": keep-alive\n\n"
-        for chunk in self._ending():
-            yield chunk
+            case End(why=Ending.DATABASE_GONE):
+                yield database_gone("event stream", self.run.pk)
+            case End(why=Ending.ACCESS_REVOKED):
+                yield access_revoked(self.run.pk)
+            case End(why=Ending.DEADLINE) if not self.sent:
+                # An idle stream: its EventSource comes back later, not at once.
+                yield f": idle\nretry: {IDLE_RETRY_MS}\n\n"

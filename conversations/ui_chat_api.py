@@ -14,15 +14,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import time
 import uuid
 from collections.abc import AsyncIterator, Iterator
+from contextlib import aclosing, closing
 
-from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.core.handlers.asgi import ASGIRequest
 from django.core.validators import ProhibitNullCharactersValidator
-from django.db import DatabaseError
 from django.http import StreamingHttpResponse
 from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
@@ -41,21 +39,22 @@ from adstudio.serializers import InputSerializer
 from adstudio.stream_slots import AsyncHeldStream, HeldStream, StreamSlot, take_stream_slot
 from adstudio.throttling import RunRateThrottle
 from conversations.events_api import (
-    ASYNC_KEEPALIVE_S,
-    KEEPALIVE_S,
     SEQUENCE_HEADER_SCHEMA,
     database_gone,
     no_content,
     sequence_param,
 )
 from conversations.models import Conversation, Run, RunEventType, RunStatus
-from conversations.run_event_reads import arun_events_page
-from conversations.selectors import (
-    conversation_latest,
-    conversations_for,
-    run_events_page,
-    run_key_used,
+from conversations.run_follow import (
+    End,
+    Ending,
+    Events,
+    Happening,
+    KeepAlive,
+    follow_run,
+    follow_run_sync,
 )
+from conversations.selectors import conversation_latest, conversations_for, run_key_used
 from conversations.services import (
     IdempotencyKeyReused,
     NothingToRegenerate,
@@ -320,8 +319,7 @@ def ui_message_stream(
     """The run's UI message stream: its stored events after ``after`` (from its start
     when 0), then each event as it is stored, until the run's end and ``[DONE]``, or an
     error chunk when its ``reader`` may no longer read it. Under ASGI (``asynchronous``)
-    the body waits for the run's events without a thread, as the event stream's does
-    (``events_api.EventStreamBody``)."""
+    the body waits for the run's events without a thread (``run_follow``)."""
     body = _UIStreamBody(run, after=after, reader=reader)
     release_connection()  # the body reads with connections of its own
     if asynchronous:
@@ -338,16 +336,53 @@ ACCESS_REVOKED = f"data: {json.dumps({'type': 'error', 'errorText': REVOKED_MESS
 
 
 class _UIStreamBody:
+    """One UI message stream's text: what following its run yields (``run_follow``), said
+    as the AI SDK's chunks, from an ASGI coroutine or a WSGI thread."""
+
     def __init__(self, run: Run, *, after: int, reader: ReaderAccess) -> None:
         self.run = run
-        self.reader = reader
+        # Made again from the run's first event; its finish reads the run's totals.
+        self.follow = {
+            "after": 0,
+            "duration": _STREAM_SECONDS,
+            "reader": reader,
+            "refresh_on_finish": FINISH_FIELDS,
+        }
         self.resume_after = after  # the last chunk the client has (its Last-Event-ID)
         self.made = 0  # the chunks made so far, sent or not: the next one's id less one
-        self.last = 0  # the last event read
-        self.run_status = run.status
         self.ui = UIMessageStream(run)
-        self.deadline = time.monotonic() + _STREAM_SECONDS
         self.done = False
+
+    def chunks(self) -> Iterator[str]:
+        yield from self._numbered(self.ui.start())
+        with closing(follow_run_sync(self.run, **self.follow)) as follow:
+            for happening in follow:
+                yield from self._text(happening)
+                if self.done:
+                    return
+
+    async def chunks_async(self) -> AsyncIterator[str]:
+        for chunk in self._numbered(self.ui.start()):
+            yield chunk
+        async with aclosing(follow_run(self.run, **self.follow)) as follow:
+            async for happening in follow:
+                for chunk in self._text(happening):
+                    yield chunk
+                if self.done:
+                    return
+
+    def _text(self, happening: Happening) -> Iterator[str]:
+        match happening:
+            case Events(events=events):
+                yield from self._chunks_of(events)
+            case KeepAlive():
+                yield ": keep-alive\n\n"
+            case End(why=Ending.DATABASE_GONE):  # without [DONE]: the client resumes
+                yield database_gone("ui message stream", self.run.pk)
+            case End(why=Ending.ACCESS_REVOKED):
+                yield ACCESS_REVOKED
+            case End():  # finished with no run.finished event to end on, or time ran out
+                yield DONE
 
     def _numbered(self, chunks: list) -> Iterator[str]:
         """Each chunk with its own id, its place in the run's stream; a resumed stream
@@ -358,81 +393,10 @@ class _UIStreamBody:
             if self.made > self.resume_after:
                 yield sse(chunk, chunk_id=self.made)
 
-    def _opening(self) -> Iterator[str]:
-        yield from self._numbered(self.ui.start())
-
     def _chunks_of(self, events: list) -> Iterator[str]:
         for event in events:
-            self.last = event.seq
             yield from self._numbered(self.ui.chunks(event))
             if event.type == RunEventType.RUN_FINISHED:  # the message ends with the run
                 self.done = True
                 yield DONE
                 return
-
-    def chunks(self) -> Iterator[str]:
-        yield from self._opening()
-        while time.monotonic() < self.deadline:
-            try:
-                events, self.run_status = run_events_page(
-                    run_id=self.run.pk,
-                    status=self.run_status,
-                    after=self.last,
-                    wait=KEEPALIVE_S,
-                    interrupted=self.reader.changed,
-                )
-                if any(e.type == RunEventType.RUN_FINISHED for e in events):
-                    self.run.refresh_from_db(fields=FINISH_FIELDS)
-                allowed = self.reader.allowed()
-            except DatabaseError:  # ended without [DONE]: the client resumes the stream
-                yield database_gone("ui message stream", self.run.pk)
-                return
-            if not allowed:  # what was read is not sent
-                yield ACCESS_REVOKED
-                return
-            yield from self._chunks_of(events)
-            if self.done:
-                return
-            if not events:
-                if self.run_status in RunStatus.finished():
-                    break
-                yield ": keep-alive\n\n"
-        yield DONE
-
-    async def chunks_async(self) -> AsyncIterator[str]:
-        for chunk in self._opening():
-            yield chunk
-        while time.monotonic() < self.deadline:
-            try:
-                events, self.run_status = await arun_events_page(
-                    run_id=self.run.pk,
-                    status=self.run_status,
-                    after=self.last,
-                    wait=ASYNC_KEEPALIVE_S,
-                    interrupted=self.reader.changed,
-                )
-                if any(e.type == RunEventType.RUN_FINISHED for e in events):
-                    await sync_to_async(_read_finish, thread_sensitive=False)(self.run)
-                allowed = await self.reader.aallowed()
-            except DatabaseError:  # ended without [DONE]: the client resumes the stream
-                yield database_gone("ui message stream", self.run.pk)
-                return
-            if not allowed:  # what was read is not sent
-                yield ACCESS_REVOKED
-                return
-            for chunk in self._chunks_of(events):
-                yield chunk
-            if self.done:
-                return
-            if not events:
-                if self.run_status in RunStatus.finished():
-                    break
-                yield ": keep-alive\n\n"
-        yield DONE
-
-
-def _read_finish(run: Run) -> None:
-    try:
-        run.refresh_from_db(fields=FINISH_FIELDS)
-    finally:
-        release_connection()
