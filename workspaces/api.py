@@ -145,6 +145,13 @@ class WorkspaceViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewset
         return Response(WorkspaceSerializer(workspace).data, status=status.HTTP_201_CREATED)
 
 
+def _managed_workspace(request: Request, workspace_id) -> tuple[Workspace, bool]:
+    """The workspace of the URL (404 unless you are in it; 403 unless your role manages
+    its members) and whether only being a superuser lets you manage them."""
+    workspace = get_object_or_404(workspaces_for(request.user), pk=workspace_id)
+    return workspace, check(request.user, workspace.my_role, Action.MANAGE_MEMBERS)
+
+
 class MemberViewSet(viewsets.GenericViewSet):
     """A workspace's members and their roles: for its admins."""
 
@@ -153,12 +160,7 @@ class MemberViewSet(viewsets.GenericViewSet):
     lookup_value_regex = r"\d+"
 
     def workspace(self) -> tuple[Workspace, bool]:
-        """The workspace of the URL (404 unless you are in it) and whether only being a
-        superuser lets you manage its members."""
-        workspace = get_object_or_404(
-            workspaces_for(self.request.user), pk=self.kwargs["workspace_id"]
-        )
-        return workspace, check(self.request.user, workspace.my_role, Action.MANAGE_MEMBERS)
+        return _managed_workspace(self.request, self.kwargs["workspace_id"])
 
     def membership(self, workspace: Workspace) -> Membership:
         return get_object_or_404(
@@ -239,10 +241,7 @@ class WorkspaceInvitationViewSet(viewsets.GenericViewSet):
     serializer_class = InvitationSerializer
 
     def workspace(self) -> tuple[Workspace, bool]:
-        workspace = get_object_or_404(
-            workspaces_for(self.request.user), pk=self.kwargs["workspace_id"]
-        )
-        return workspace, check(self.request.user, workspace.my_role, Action.MANAGE_MEMBERS)
+        return _managed_workspace(self.request, self.kwargs["workspace_id"])
 
     @extend_schema(responses=InvitationSerializer(many=True))
     def list(self, request: Request, workspace_id) -> Response:
