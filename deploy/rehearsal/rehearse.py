@@ -777,8 +777,10 @@ def main() -> int:
     stack = Stack(work)
     results: dict[str, tuple[bool, str]] = {}
     try:
+        began = time.monotonic()
         stack.start()
         token = token_for(stack)
+        print(f"hosts up in {time.monotonic() - began:.0f} s", flush=True)
         api = Api(f"http://{address('lb')}", token)
         runners = {
             "story": lambda: check_story(stack, api),
@@ -791,12 +793,14 @@ def main() -> int:
             "web-lost": lambda: check_web_lost(stack, api, token),
         }
         for name in checks:
+            began = time.monotonic()
             try:
                 results[name] = runners[name]()
             except Exception as exc:
                 results[name] = (False, f"{type(exc).__name__}: {exc}")
             passed, said = results[name]
-            print(f"{'PASS' if passed else 'FAIL'} {name}: {said}", flush=True)
+            took = time.monotonic() - began
+            print(f"{'PASS' if passed else 'FAIL'} {name}: {said} [{took:.0f} s]", flush=True)
     finally:
         stack.stop()
         (work / "results.json").write_text(json.dumps(results, indent=2))
