@@ -29,7 +29,14 @@ from conversations.run_state import (
     load_run_state,
     resume_point,
 )
-from conversations.run_steps import TAKEN_OVER, TOO_LONG, model_step, plan_next, run_tools
+from conversations.run_steps import (
+    TAKEN_OVER,
+    TOO_LONG,
+    model_step,
+    plan_next,
+    request_tokens,
+    run_tools,
+)
 from conversations.runs.claim import Claim, run_claim, run_claim_again
 from conversations.runs.finish import history_whole, run_finish, run_held
 from conversations.step_gate import step_gate
@@ -95,7 +102,9 @@ def _execute(claim: Claim, *, give_up: bool) -> None:
             state = load_run_state(claim, heartbeat)
             observability.run_started(run, provider=state.route[0].name, resumed=claim.resumed)
             if claim.resumed:
-                state.log.interrupted_call(route=state.route, messages=state.messages)
+                state.log.interrupted_call(
+                    route=state.route, prompt_tokens=request_tokens(state.messages)
+                )
             state.deadline = deadline
             outcome = _drive(state)
     except ClaimLost:  # a write found the run claimed by another worker: it is its now
