@@ -16,8 +16,8 @@ from rest_framework.negotiation import DefaultContentNegotiation
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from conversations.message_rows import history_rows, message_parts, model_messages
 from conversations.models import Conversation, Message
+from conversations.record.messages import history_rows, message_parts, model_messages
 from conversations.selectors import conversation_latest, conversations_for
 from conversations.ui_history import conversation_ui_messages
 from conversations.ui_types import ModelMessagePage, UIMessagePage

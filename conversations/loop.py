@@ -1,7 +1,7 @@
 """The agent loop: one run answers one user turn through model calls and tool calls.
 
 Each step returns what happens next (``RunTools``, ``Answer`` or ``Stop``) and is stored
-as it happens (``conversations.run_log``), so a run that dies, or loses its database,
+as it happens (``conversations.record.log``), so a run that dies, or loses its database,
 is resumed from its last stored step and no tool call is executed twice.
 """
 
@@ -20,7 +20,7 @@ from adstudio import observability
 from adstudio.batch import WriteConflict
 from conversations.heartbeat import Heartbeat
 from conversations.models import RunStatus, StopCause
-from conversations.run_log import ClaimLost
+from conversations.record.log import ClaimLost
 from conversations.run_state import (
     Answer,
     RunState,

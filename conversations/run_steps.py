@@ -1,5 +1,5 @@
 """One step of a run: a model call and its reply, or the tool calls of a reply, each
-written as it happens (``conversations.run_log``), and the decision of what comes next.
+written as it happens (``conversations.record.log``), and the decision of what comes next.
 """
 
 from __future__ import annotations
@@ -18,15 +18,15 @@ from adstudio.batch import WriteConflict
 from adstudio.db import release_connection
 from adstudio.storable import without_nul
 from adstudio.tools import ToolContext
-from conversations import run_log
 from conversations.history import pair_calls_and_results
-from conversations.message_rows import draft_call_key, storable_reply, tool_calls_to_json
 from conversations.models import Run, RunStatus, StopCause
 from conversations.prompts import FINAL_ANSWER_NUDGE, system_prompt
-from conversations.run_log import ClaimLost, StepCancelled, TextEvents
+from conversations.record import log as run_log
+from conversations.record.log import ClaimLost, StepCancelled, TextEvents
+from conversations.record.messages import draft_call_key, storable_reply, tool_calls_to_json
+from conversations.record.tokens import count_tokens, message_tokens
 from conversations.run_state import Answer, CallModel, RunState, RunTools, Stop
 from conversations.step_gate import provider_wait
-from conversations.tokens import count_tokens, message_tokens
 from conversations.tools import ToolOutcome, execute_tool_call, tool_specs
 from providers import (
     AssistantMessage,

@@ -22,9 +22,9 @@ from adstudio.log_context import bind
 from adstudio.refusals import StateConflict
 from conversations.heartbeat import notify_cancel
 from conversations.locks import run_lock
-from conversations.message_rows import assistant_ui_message_id
 from conversations.models import Conversation, Run, RunStatus, StopCause
 from conversations.prompts import brief_fields, brief_message
+from conversations.record.messages import assistant_ui_message_id
 from conversations.runs.claim import heartbeat_fresh
 from conversations.runs.enqueue import run_enqueue
 from conversations.runs.finish import finish_locked

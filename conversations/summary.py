@@ -14,7 +14,7 @@ from adstudio import observability
 from conversations.history import recent_turns_within, split_turns
 from conversations.models import Conversation
 from conversations.prompts import SUMMARY_SYSTEM_PROMPT, summary_request_text
-from conversations.run_log import RunLog
+from conversations.record.log import RunLog
 from conversations.step_gate import provider_wait
 from providers import GenerateRequest, ProviderError, UserMessage
 

@@ -65,7 +65,7 @@ def kept(graph: grimp.ImportGraph) -> dict[str, bool]:
         ("providers.router", "voices.models", "layers"),  # the providers on the catalogue
         ("adstudio.wsgi", "providers.router", "layers"),  # only the settings may
         (
-            "conversations.tokens",
+            "conversations.record.tokens",
             "conversations.loop",
             "acyclic_siblings",
         ),  # loop -> run_state -> tokens

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from conversations.tokens import count_tokens
+from conversations.record.tokens import count_tokens
 from conversations.tools import TOOLS, tool_specs
 from providers import router
 from providers.base import GenerateRequest, UserMessage

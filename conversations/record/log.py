@@ -19,7 +19,6 @@ from adstudio.batch import Batch, Fence, insert_rows
 from adstudio.db import release_connection
 from adstudio.storable import without_nul
 from adstudio.tools import WrittenDraft
-from conversations.message_rows import row_fields
 from conversations.models import (
     Conversation,
     ModelCall,
@@ -29,7 +28,8 @@ from conversations.models import (
     RunStatus,
 )
 from conversations.models import Message as MessageRow
-from conversations.tokens import message_tokens
+from conversations.record.messages import row_fields
+from conversations.record.tokens import message_tokens
 from drafts.models import Draft
 from providers import (
     Message,
