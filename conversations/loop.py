@@ -18,7 +18,6 @@ from django.db import InterfaceError, OperationalError
 import providers
 from adstudio import observability
 from adstudio.batch import WriteConflict
-from conversations.heartbeat import Heartbeat
 from conversations.models import RunStatus, StopCause
 from conversations.record.log import ClaimLost
 from conversations.run_state import (
@@ -39,7 +38,8 @@ from conversations.run_steps import (
 )
 from conversations.runs.claim import Claim, run_claim, run_claim_again
 from conversations.runs.finish import history_whole, run_finish, run_held
-from conversations.step_gate import step_gate
+from conversations.runs.heartbeat import Heartbeat
+from conversations.runs.step_gate import step_gate
 from providers import ProviderError
 
 logger = logging.getLogger(__name__)

@@ -26,7 +26,7 @@ from conversations.record.log import ClaimLost, StepCancelled, TextEvents
 from conversations.record.messages import draft_call_key, storable_reply, tool_calls_to_json
 from conversations.record.tokens import count_tokens, message_tokens
 from conversations.run_state import Answer, CallModel, RunState, RunTools, Stop
-from conversations.step_gate import provider_wait
+from conversations.runs.step_gate import provider_wait
 from conversations.tools import ToolOutcome, execute_tool_call, tool_specs
 from providers import (
     AssistantMessage,

@@ -15,7 +15,7 @@ from conversations.history import recent_turns_within, split_turns
 from conversations.models import Conversation
 from conversations.prompts import SUMMARY_SYSTEM_PROMPT, summary_request_text
 from conversations.record.log import RunLog
-from conversations.step_gate import provider_wait
+from conversations.runs.step_gate import provider_wait
 from providers import GenerateRequest, ProviderError, UserMessage
 
 logger = logging.getLogger(__name__)

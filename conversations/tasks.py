@@ -15,7 +15,7 @@ from conversations.loop import run_agent
 from conversations.record.tokens import load_encoding
 from conversations.runs.enqueue import RUN_AGENT_TASK
 from conversations.runs.recover import runs_recover
-from conversations.worker_capacity import check_worker
+from conversations.runs.worker_capacity import check_worker
 from providers.router import load_adapters
 
 logger = logging.getLogger(__name__)

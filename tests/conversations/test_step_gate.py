@@ -11,7 +11,7 @@ from django.db import connection
 
 from conversations.loop import run_agent
 from conversations.models import Conversation, Run, RunEvent, RunEventType, RunStatus
-from conversations.step_gate import StepGate, step_gate
+from conversations.runs.step_gate import StepGate, step_gate
 from testbed.fake_openai import turn
 
 
