@@ -20,8 +20,8 @@ from adstudio.batch import insert_rows
 from adstudio.db import database_now
 from adstudio.log_context import bind
 from adstudio.refusals import StateConflict
+from conversations.agent.prompts import brief_fields, brief_message
 from conversations.models import Conversation, Run, RunStatus, StopCause
-from conversations.prompts import brief_fields, brief_message
 from conversations.record.messages import assistant_ui_message_id
 from conversations.runs.claim import heartbeat_fresh
 from conversations.runs.enqueue import run_enqueue

@@ -11,7 +11,7 @@ from celery import shared_task
 from celery.signals import celeryd_after_setup, worker_init
 
 from adstudio.log_context import log_scope
-from conversations.loop import run_agent
+from conversations.agent.loop import run_agent
 from conversations.record.tokens import load_encoding
 from conversations.runs.enqueue import RUN_AGENT_TASK
 from conversations.runs.recover import runs_recover

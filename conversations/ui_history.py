@@ -22,8 +22,8 @@ from collections.abc import Iterable
 from itertools import groupby
 from typing import Any
 
+from conversations.agent.prompts import request_text_of
 from conversations.models import Conversation, Run, RunEvent, RunStatus
-from conversations.prompts import request_text_of
 from conversations.ui_stream import Chunk, UIMessageStream
 
 UIMessage = dict[str, Any]

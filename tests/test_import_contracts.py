@@ -66,10 +66,14 @@ def kept(graph: grimp.ImportGraph) -> dict[str, bool]:
         ("adstudio.wsgi", "providers.router", "layers"),  # only the settings may
         (
             "conversations.record.tokens",
-            "conversations.loop",
+            "conversations.agent.loop",
             "acyclic_siblings",
         ),  # loop -> run_state -> tokens
-        ("conversations.loop", "testbed.fake_openai", "forbidden"),  # the product on its fakes
+        (
+            "conversations.agent.loop",
+            "testbed.fake_openai",
+            "forbidden",
+        ),  # the product on its fakes
         ("providers.resilience", "adstudio.observability.hooks", "forbidden"),
         # observability's modules: a cycle, an arrow across a layer, the face imported back
         ("adstudio.observability.metrics", "adstudio.observability.hooks", "acyclic_siblings"),

@@ -2,7 +2,7 @@
 builder per event type), the streamed text as events, and what each step writes (its
 messages, model calls, counters and events, as one statement per step).
 
-The loop (``conversations.loop``) decides what happens; this module writes it down, and
+The loop (``conversations.agent.loop``) decides what happens; this module writes it down, and
 only while the worker still holds the run: every write checks the worker's claim token in
 its own statement (``holder_fence``).
 """

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from conversations.history import (
+from conversations.agent.history import (
     INTERRUPTED_RESULT,
     pair_calls_and_results,
     recent_turns_within,

@@ -15,7 +15,7 @@ from django.db.models import F
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from conversations.loop import run_agent
+from conversations.agent.loop import run_agent
 from conversations.models import Conversation, Message, ModelCall, Run, RunEvent
 from conversations.runs.claim import run_claim
 from conversations.runs.enqueue import ENQUEUE_FAILED
@@ -705,7 +705,7 @@ def test_a_conversations_unfinished_runs_are_found_without_the_index_of_all_unfi
 
 def test_twenty_concurrent_draft_writes_get_versions_one_to_twenty(en_ad):
     from adstudio.tools import ToolContext
-    from conversations.tools import execute_tool_call
+    from conversations.agent.tools import execute_tool_call
     from providers.base import ToolCall
 
     barrier = threading.Barrier(20)

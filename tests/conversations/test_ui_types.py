@@ -1,5 +1,5 @@
 """The shapes of conversations.ui_types as the schema has them: a ``tool-<name>`` part
-for every tool the director has (``conversations.tools.TOOLS``), mapped by the parts'
+for every tool the director has (``conversations.agent.tools.TOOLS``), mapped by the parts'
 discriminator; ``ModelMessage`` a union by role, as the AI SDK's."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import pytest
 from drf_spectacular.generators import SchemaGenerator
 from pydantic import TypeAdapter, ValidationError
 
-from conversations.tools import TOOLS
+from conversations.agent.tools import TOOLS
 from conversations.ui_types import ModelMessage, UIMessage
 
 

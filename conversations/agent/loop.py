@@ -18,9 +18,7 @@ from django.db import InterfaceError, OperationalError
 import providers
 from adstudio import observability
 from adstudio.batch import WriteConflict
-from conversations.models import RunStatus, StopCause
-from conversations.record.log import ClaimLost
-from conversations.run_state import (
+from conversations.agent.state import (
     Answer,
     RunState,
     RunTools,
@@ -28,7 +26,7 @@ from conversations.run_state import (
     load_run_state,
     resume_point,
 )
-from conversations.run_steps import (
+from conversations.agent.steps import (
     TAKEN_OVER,
     TOO_LONG,
     model_step,
@@ -36,6 +34,8 @@ from conversations.run_steps import (
     request_tokens,
     run_tools,
 )
+from conversations.models import RunStatus, StopCause
+from conversations.record.log import ClaimLost
 from conversations.runs.claim import Claim, run_claim, run_claim_again
 from conversations.runs.finish import history_whole, run_finish, run_held
 from conversations.runs.heartbeat import Heartbeat

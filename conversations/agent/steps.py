@@ -18,16 +18,16 @@ from adstudio.batch import WriteConflict
 from adstudio.db import release_connection
 from adstudio.storable import without_nul
 from adstudio.tools import ToolContext
-from conversations.history import pair_calls_and_results
+from conversations.agent.history import pair_calls_and_results
+from conversations.agent.prompts import FINAL_ANSWER_NUDGE, system_prompt
+from conversations.agent.state import Answer, CallModel, RunState, RunTools, Stop
+from conversations.agent.tools import ToolOutcome, execute_tool_call, tool_specs
 from conversations.models import Run, RunStatus, StopCause
-from conversations.prompts import FINAL_ANSWER_NUDGE, system_prompt
 from conversations.record import log as run_log
 from conversations.record.log import ClaimLost, StepCancelled, TextEvents
 from conversations.record.messages import draft_call_key, storable_reply, tool_calls_to_json
 from conversations.record.tokens import count_tokens, message_tokens
-from conversations.run_state import Answer, CallModel, RunState, RunTools, Stop
 from conversations.runs.step_gate import provider_wait
-from conversations.tools import ToolOutcome, execute_tool_call, tool_specs
 from providers import (
     AssistantMessage,
     GenerateOptions,
