@@ -31,8 +31,8 @@ from rest_framework.views import APIView
 from adstudio.db import release_connection
 from adstudio.stream_slots import AsyncHeldStream, HeldStream, StreamSlot, take_stream_slot
 from conversations.api import WAIT_SCHEMA, seconds_param
-from conversations.models import Run, RunEvent, RunStatus
-from conversations.run_follow import (
+from conversations.events.access import REVOKED_MESSAGE, ReaderAccess
+from conversations.events.follow import (
     End,
     Ending,
     Events,
@@ -41,8 +41,9 @@ from conversations.run_follow import (
     follow_run,
     follow_run_sync,
 )
-from conversations.selectors import run_events_page, runs_for
-from conversations.stream_access import REVOKED_MESSAGE, ReaderAccess
+from conversations.events.waits import run_events_page
+from conversations.models import Run, RunEvent, RunStatus
+from conversations.selectors import runs_for
 
 logger = logging.getLogger(__name__)
 

@@ -38,14 +38,8 @@ from adstudio.schema import refusal_responses
 from adstudio.serializers import InputSerializer
 from adstudio.stream_slots import AsyncHeldStream, HeldStream, StreamSlot, take_stream_slot
 from adstudio.throttling import RunRateThrottle
-from conversations.events_api import (
-    SEQUENCE_HEADER_SCHEMA,
-    database_gone,
-    no_content,
-    sequence_param,
-)
-from conversations.models import Conversation, Run, RunEventType, RunStatus
-from conversations.run_follow import (
+from conversations.events.access import REVOKED_MESSAGE, ReaderAccess
+from conversations.events.follow import (
     End,
     Ending,
     Events,
@@ -54,6 +48,13 @@ from conversations.run_follow import (
     follow_run,
     follow_run_sync,
 )
+from conversations.events_api import (
+    SEQUENCE_HEADER_SCHEMA,
+    database_gone,
+    no_content,
+    sequence_param,
+)
+from conversations.models import Conversation, Run, RunEventType, RunStatus
 from conversations.selectors import conversation_latest, conversations_for, run_key_used
 from conversations.services import (
     IdempotencyKeyReused,
@@ -61,7 +62,6 @@ from conversations.services import (
     chat_regenerate,
     chat_send,
 )
-from conversations.stream_access import REVOKED_MESSAGE, ReaderAccess
 from conversations.ui_stream import DONE, FINISH_FIELDS, HEADERS, UIMessageStream, sse
 from drafts.selectors import ads_for
 from drafts.services import AdArchived

@@ -19,10 +19,10 @@ from asgiref.sync import sync_to_async
 from django.db import DatabaseError
 
 from adstudio.db import release_connection
+from conversations.events.access import ReaderAccess
+from conversations.events.reads import arun_events_page
+from conversations.events.waits import run_events_page
 from conversations.models import Run, RunEvent, RunEventType, RunStatus
-from conversations.run_event_reads import arun_events_page
-from conversations.selectors import run_events_page
-from conversations.stream_access import ReaderAccess
 
 # The longest a wait lasts before a keep-alive: under WSGI the thread reads again then;
 # under ASGI only a wake-up reads, and the tick keeps proxies from closing the stream.
