@@ -356,7 +356,7 @@ SPECTACULAR_SETTINGS = {
         "DraftStatusEnum": "drafts.models.DraftStatus",
         "DraftKindEnum": "drafts.models.DraftKind.values",
         "WorkspaceRoleEnum": "workspaces.roles.Role",
-        # The tools' own models, in the history's UIMessages (conversations.ui_types).
+        # The tools' own models, in the history's UIMessages (conversations.web.ui_types).
         "MusicProviderEnum": ["loudly", "mubert"],
         "SfxPlacementTypeEnum": ["start", "end", "afterVoice"],
         "ToolPartStateEnum": ["input-available", "output-available", "output-error"],

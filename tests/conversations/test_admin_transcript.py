@@ -16,7 +16,7 @@ from django.utils import timezone
 
 from conversations.models import Conversation, Message, Run, RunStatus
 from conversations.record.messages import draft_call_key
-from conversations.transcript import TRANSCRIPT_PAGE_SIZE, conversation_transcript
+from conversations.staff.transcript import TRANSCRIPT_PAGE_SIZE, conversation_transcript
 from drafts.services import draft_create
 from tests.support.versions import music
 

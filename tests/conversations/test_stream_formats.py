@@ -13,11 +13,11 @@ from django.utils import timezone
 from rest_framework.test import APIClient
 
 from accounts.services import token_create
-from conversations import events_api
 from conversations.events import waits
-from conversations.events_api import EventStreamBody, _long_poll_response
 from conversations.models import Conversation, Run, RunEvent
-from conversations.ui_chat_api import _UIStreamBody
+from conversations.web import events_api
+from conversations.web.events_api import EventStreamBody, _long_poll_response
+from conversations.web.ui_chat_api import _UIStreamBody
 
 pytestmark = pytest.mark.django_db(transaction=True)  # an ASGI body reads in other threads
 

@@ -1,4 +1,4 @@
-"""The shapes of conversations.ui_types as the schema has them: a ``tool-<name>`` part
+"""The shapes of conversations.web.ui_types as the schema has them: a ``tool-<name>`` part
 for every tool the director has (``conversations.agent.tools.TOOLS``), mapped by the parts'
 discriminator; ``ModelMessage`` a union by role, as the AI SDK's."""
 
@@ -9,7 +9,7 @@ from drf_spectacular.generators import SchemaGenerator
 from pydantic import TypeAdapter, ValidationError
 
 from conversations.agent.tools import TOOLS
-from conversations.ui_types import ModelMessage, UIMessage
+from conversations.web.ui_types import ModelMessage, UIMessage
 
 
 @pytest.fixture(scope="module")

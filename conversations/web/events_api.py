@@ -30,7 +30,6 @@ from rest_framework.views import APIView
 
 from adstudio.db import release_connection
 from adstudio.stream_slots import AsyncHeldStream, HeldStream, StreamSlot, take_stream_slot
-from conversations.api import WAIT_SCHEMA, seconds_param
 from conversations.events.access import REVOKED_MESSAGE, ReaderAccess
 from conversations.events.follow import (
     End,
@@ -44,6 +43,7 @@ from conversations.events.follow import (
 from conversations.events.waits import run_events_page
 from conversations.models import Run, RunEvent, RunStatus
 from conversations.selectors import runs_for
+from conversations.web.api import WAIT_SCHEMA, seconds_param
 
 logger = logging.getLogger(__name__)
 

@@ -3,7 +3,7 @@
 
 ``POST`` takes the transport's body (``{id, messages, trigger, messageId}``), stores the
 last user message and queues its run as chat does (durable, in order, once per message
-id), and answers with the run as a UI message stream (``conversations.ui_stream``).
+id), and answers with the run as a UI message stream (``conversations.web.ui_stream``).
 ``GET <chat id>/stream`` is the transport's resume: the ad's run in progress, from its
 start (the SDK replays a resumed stream) or after ``Last-Event-ID``; 204 when no run is in
 progress. A client that drops the stream, or aborts it, does not stop the run: cancel it
@@ -48,12 +48,6 @@ from conversations.events.follow import (
     follow_run,
     follow_run_sync,
 )
-from conversations.events_api import (
-    SEQUENCE_HEADER_SCHEMA,
-    database_gone,
-    no_content,
-    sequence_param,
-)
 from conversations.models import Conversation, Run, RunEventType, RunStatus
 from conversations.selectors import conversation_latest, conversations_for, run_key_used
 from conversations.services import (
@@ -62,7 +56,13 @@ from conversations.services import (
     chat_regenerate,
     chat_send,
 )
-from conversations.ui_stream import DONE, FINISH_FIELDS, HEADERS, UIMessageStream, sse
+from conversations.web.events_api import (
+    SEQUENCE_HEADER_SCHEMA,
+    database_gone,
+    no_content,
+    sequence_param,
+)
+from conversations.web.ui_stream import DONE, FINISH_FIELDS, HEADERS, UIMessageStream, sse
 from drafts.selectors import ads_for
 from drafts.services import AdArchived
 from workspaces.access import require

@@ -2,7 +2,7 @@
 watched each run live holds them (``?format=ui``).
 
 Each run is its user message, with the id the client gave it, and its reply: the run's
-stored events made into the UI message stream (``conversations.ui_stream``), which is
+stored events made into the UI message stream (``conversations.web.ui_stream``), which is
 what the client was sent, put together as the ``ai`` package puts a stream together
 (its ``processUIMessageStream``). So the history and the live page cannot differ: the
 brief is the reply's ``data-brief`` part, a failed run's error is in its metadata, the
@@ -24,7 +24,7 @@ from typing import Any
 
 from conversations.agent.prompts import request_text_of
 from conversations.models import Conversation, Run, RunEvent, RunStatus
-from conversations.ui_stream import Chunk, UIMessageStream
+from conversations.web.ui_stream import Chunk, UIMessageStream
 
 UIMessage = dict[str, Any]
 
