@@ -2,8 +2,9 @@
 with the project package below them all (imports for typing count), the conversations
 app's wings in layers, no import cycle (inside ``adstudio.observability`` too, whose
 modules are in layers under a face they do not import back), nothing of the tests, the
-test bed or the benchmarks imported by the product, and providers that are handed the hooks they report to. import-linter checks
-the real graph; the same contracts must refuse a graph given one arrow more."""
+test bed or the benchmarks imported by the product, and providers that are handed the
+hooks they report to. import-linter checks the real graph; the same contracts must refuse
+a graph given one arrow more."""
 
 from __future__ import annotations
 

@@ -126,7 +126,7 @@ async def follow_run(
 ) -> AsyncIterator[Happening]:
     """What happens to ``run`` after the event ``after``, waiting without a thread: each
     read borrows one for its query, shared with the process's other followers of the run
-    (``run_event_reads``). ``reader`` is checked again after each read, and an access
+    (``events.reads``). ``reader`` is checked again after each read, and an access
     change ends a wait. ``refresh_on_finish``: fields of ``run`` read again, in the same
     step, when its ``run.finished`` event is read (the UI stream's finish reads them)."""
 

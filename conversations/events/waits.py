@@ -50,8 +50,8 @@ def run_events_page(
     status, so no further read is needed: with no new event, the run has not finished
     since ``status`` was read. When there are none yet and the run is unfinished, waits
     up to ``wait`` seconds for some (long polling); the wait ends as soon as the run's
-    next events are committed (``run_wakeups``), or a wake-up finds ``interrupted()``
-    (the reader's access changed: ``stream_access``)."""
+    next events are committed (``wakeups``), or a wake-up finds ``interrupted()``
+    (the reader's access changed: ``events.access``)."""
     deadline = time.monotonic() + wait
     with run_wakeups.waiter(run_id) as woken:
         while True:

@@ -334,7 +334,7 @@ def _event_stream(
 
 def server_sent(event: RunEvent) -> str:
     """The event as Server-Sent Event text, made once per event object: the streams of a
-    run that share a read (``run_event_reads``) share the text too."""
+    run that share a read (``events.reads``) share the text too."""
     text = event.__dict__.get("_server_sent")
     if text is None:
         data = json.dumps(EventSerializer(event).data, default=str)
@@ -345,7 +345,7 @@ def server_sent(event: RunEvent) -> str:
 
 
 class EventStreamBody:
-    """One event stream's text: what following its run yields (``run_follow``), said as
+    """One event stream's text: what following its run yields (``events.follow``), said as
     Server-Sent Events, from an ASGI coroutine or a WSGI thread."""
 
     def __init__(self, run: Run, *, after: int, duration: float, reader: ReaderAccess) -> None:

@@ -319,7 +319,7 @@ def ui_message_stream(
     """The run's UI message stream: its stored events after ``after`` (from its start
     when 0), then each event as it is stored, until the run's end and ``[DONE]``, or an
     error chunk when its ``reader`` may no longer read it. Under ASGI (``asynchronous``)
-    the body waits for the run's events without a thread (``run_follow``)."""
+    the body waits for the run's events without a thread (``events.follow``)."""
     body = _UIStreamBody(run, after=after, reader=reader)
     release_connection()  # the body reads with connections of its own
     if asynchronous:
@@ -336,7 +336,7 @@ ACCESS_REVOKED = f"data: {json.dumps({'type': 'error', 'errorText': REVOKED_MESS
 
 
 class _UIStreamBody:
-    """One UI message stream's text: what following its run yields (``run_follow``), said
+    """One UI message stream's text: what following its run yields (``events.follow``), said
     as the AI SDK's chunks, from an ASGI coroutine or a WSGI thread."""
 
     def __init__(self, run: Run, *, after: int, reader: ReaderAccess) -> None:

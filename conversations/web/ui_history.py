@@ -9,7 +9,7 @@ brief is the reply's ``data-brief`` part, a failed run's error is in its metadat
 text of a reply that failed part-way is a part marked ``abandoned``, and a regenerated
 reply is left out, as ``useChat``'s ``regenerate`` removes it.
 
-It tells the turns the model history (``message_rows.model_messages``) tells: a
+It tells the turns the model history (``record.messages.model_messages``) tells: a
 generation, which no person typed, is its user message all the same, the brief as the
 director was given it; a message cancelled while queued never reached the director and
 is left out of both, with its empty reply.
