@@ -356,7 +356,7 @@ SPECTACULAR_SETTINGS = {
         "DraftStatusEnum": "drafts.models.DraftStatus",
         "DraftKindEnum": "drafts.models.DraftKind.values",
         "WorkspaceRoleEnum": "workspaces.roles.Role",
-        # The tools' own models, in the history's UIMessages (conversations.ui_types).
+        # The tools' own models, in the history's UIMessages (conversations.web.ui_types).
         "MusicProviderEnum": ["loudly", "mubert"],
         "SfxPlacementTypeEnum": ["start", "end", "afterVoice"],
         "ToolPartStateEnum": ["input-available", "output-available", "output-error"],
@@ -464,7 +464,7 @@ ADSTUDIO_CONTEXT_BUDGET_TOKENS = env_int("ADSTUDIO_CONTEXT_BUDGET_TOKENS", 16000
 ADSTUDIO_RUN_TOKEN_BUDGET = env_int("ADSTUDIO_RUN_TOKEN_BUDGET", 300000, minimum=1000)
 ADSTUDIO_HEARTBEAT_INTERVAL = env_float("ADSTUDIO_HEARTBEAT_INTERVAL", 5.0, minimum=0.1)
 # Runs of one worker process that compute at once, first come first served (0: no limit);
-# a run waiting on its provider holds none. See conversations/step_gate.py.
+# a run waiting on its provider holds none. See conversations/runs/step_gate.py.
 ADSTUDIO_STEP_SLOTS = env_int("ADSTUDIO_STEP_SLOTS", 2, minimum=0)
 # A running run whose heartbeat is older than this is taken for dead and resumed: a worker
 # paused or out of touch for less keeps its runs; a dead one's are resumed within this and

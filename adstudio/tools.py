@@ -130,7 +130,7 @@ class ToolArgs(BaseModel):
 
 class ToolOutput(BaseModel):
     """Base of the tools' result models: what a successful call answers, exactly (no key
-    left out), for web clients' types (``conversations.ui_types``); the handlers build
+    left out), for web clients' types (``conversations.web.ui_types``); the handlers build
     plain dicts, which the suite checks against these."""
 
     model_config = ConfigDict(extra="forbid", json_schema_extra=absent_not_default)

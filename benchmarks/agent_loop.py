@@ -187,7 +187,7 @@ def measure_turn(conversation, text: str, director) -> tuple[float, int]:
     """(milliseconds without model time, queries) of one turn run in this process."""
     from django.db import connection
 
-    from conversations.loop import run_agent
+    from conversations.agent.loop import run_agent
     from conversations.models import Run
 
     run = Run.objects.create(conversation=conversation, input_text=text)

@@ -10,7 +10,13 @@ class ConversationsConfig(AppConfig):
         them by name), what the project package's observability reads of this app given
         to it (the price table runs are billed with, the queue of runs, and the statistics'
         permission, which lets a user read ``/metrics``), and the
-        runs' recovery sweep, which the workers run (``adstudio.sweeps``)."""
+        runs' recovery sweep, which the workers run (``adstudio.sweeps``).
+
+        The admin's pages are registered here too (``staff.admin``): Django's admin looks
+        for an app's ``admin`` module at its root, and this app keeps its staff pages
+        with the rest of what staff use, in ``staff/``; importing them when the app is
+        ready registers them as that discovery would, with no module at the root that
+        only imports another."""
         from django.conf import settings
 
         from adstudio import sweeps
@@ -19,6 +25,7 @@ class ConversationsConfig(AppConfig):
         from conversations.models import STATS_PERMISSION
         from conversations.runs.recover import runs_recover
         from conversations.selectors import runs_queued
+        from conversations.staff import admin  # noqa: F401
         from providers.pricing import usage_cost
 
         hooks.use_price_table(usage_cost)

@@ -11,11 +11,11 @@ from celery import shared_task
 from celery.signals import celeryd_after_setup, worker_init
 
 from adstudio.log_context import log_scope
-from conversations.loop import run_agent
+from conversations.agent.loop import run_agent
+from conversations.record.tokens import load_encoding
 from conversations.runs.enqueue import RUN_AGENT_TASK
 from conversations.runs.recover import runs_recover
-from conversations.tokens import load_encoding
-from conversations.worker_capacity import check_worker
+from conversations.runs.worker_capacity import check_worker
 from providers.router import load_adapters
 
 logger = logging.getLogger(__name__)

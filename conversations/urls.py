@@ -1,6 +1,6 @@
 from django.urls import path
 
-from conversations import api, events_api, history_api, ui_chat_api
+from conversations.web import api, events_api, history_api, ui_chat_api
 
 urlpatterns = [
     path("ai/generate", api.GenerateView.as_view(), name="generate"),

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 
 from django.db.models import Max
 
+from conversations.events.waits import run_wait
 from conversations.models import Message, Role, Run, RunStatus
-from conversations.selectors import run_wait
 from conversations.services import chat_message_send, start_generation
 from drafts.api import BriefSerializer
 from drafts.models import Ad, Draft

@@ -112,8 +112,8 @@ def _is_loopback(host: object) -> bool:
 def _run_wakeups_stopped_before_teardown(django_db_setup):
     """The run wake-ups' and the run cancels' listeners hold connections to the test
     database, which must be closed before that database is dropped."""
-    from conversations import heartbeat
-    from conversations.run_wakeups import run_wakeups
+    from conversations.events.wakeups import run_wakeups
+    from conversations.runs import heartbeat
 
     yield
     run_wakeups.stop()

@@ -1,5 +1,5 @@
 """A run's new events notify the channel its waiting web threads listen on
-(``conversations.run_wakeups``). One notification per run and statement, delivered at
+(``conversations.events.wakeups``). One notification per run and statement, delivered at
 commit; PostgreSQL only (elsewhere waiters poll)."""
 
 from django.db import migrations

@@ -41,7 +41,7 @@ def _enqueue_next(*, conversation_id: uuid.UUID) -> None:
 
 # The hot statements of a run's finish are plain SQL: compiling their querysets cost
 # more than running them. A conversation's next run is found among its runs "not
-# finished", through the conversation's index (conversations/locks.py says why).
+# finished", through the conversation's index (conversations/runs/locks.py says why).
 
 
 @cache

@@ -16,9 +16,6 @@ from django.db import InterfaceError, OperationalError, connection, transaction
 import providers
 from adstudio.batch import Batch
 from adstudio.db import column, columns, database_now, from_row, prep, quote_name, uuid_param
-from conversations import run_log
-from conversations.locks import after_unfinished_params, after_unfinished_sql, run_lock
-from conversations.message_rows import history_rows_from, history_sql
 from conversations.models import (
     Conversation,
     Message,
@@ -30,9 +27,12 @@ from conversations.models import (
     RunStatus,
     StopCause,
 )
-from conversations.run_log import EventLog
+from conversations.record import log as run_log
+from conversations.record.log import EventLog
+from conversations.record.messages import history_rows_from, history_sql
 from conversations.runs.enqueue import ENQUEUE_FAILED
 from conversations.runs.finish import finish_locked
+from conversations.runs.locks import after_unfinished_params, after_unfinished_sql, run_lock
 from drafts.models import Ad
 from drafts.selectors import latest_versions_from, latest_versions_sql
 from drafts.services import LatestVersions

@@ -14,9 +14,9 @@ from django.utils import timezone
 from adstudio import observability
 from adstudio.batch import Add, Batch, fenced_writes
 from adstudio.db import column, from_row, now_sql, prep, quote_name, uuid_param
-from conversations import run_log
 from conversations.models import Conversation, Message, Run, RunEvent, RunStatus, StopCause
-from conversations.run_log import RUN_COUNTERS, EventLog, RunLog
+from conversations.record import log as run_log
+from conversations.record.log import RUN_COUNTERS, EventLog, RunLog
 from conversations.runs.chain import run_lock_sql, start_next_after_commit
 
 logger = logging.getLogger(__name__)

@@ -14,9 +14,9 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
 
-from conversations.message_rows import draft_call_key
 from conversations.models import Conversation, Message, Run, RunStatus
-from conversations.transcript import TRANSCRIPT_PAGE_SIZE, conversation_transcript
+from conversations.record.messages import draft_call_key
+from conversations.staff.transcript import TRANSCRIPT_PAGE_SIZE, conversation_transcript
 from drafts.services import draft_create
 from tests.support.versions import music
 

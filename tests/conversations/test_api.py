@@ -383,9 +383,9 @@ def test_events_long_poll_returns_empty_after_the_run_finished(api, ad):
 def test_a_page_that_says_finished_has_the_run_finished_event(api, ad, monkeypatch):
     # given a run (left queued: nothing commits here) that the worker finishes after the
     # view has read the run, before it reads the run's events
-    from conversations import events_api as views
     from conversations.models import RunStatus, StopCause
     from conversations.runs.finish import run_finish
+    from conversations.web import events_api as views
 
     run_id = api.post("/api/ai/generate", {"adId": str(ad.pk)}).json()["runId"]
     read_page = views.run_events_page

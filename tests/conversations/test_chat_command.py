@@ -13,7 +13,7 @@ from django.core.management import CommandError, call_command
 from django.core.management.base import OutputWrapper
 
 from conversations.models import Conversation, Message, Role, Run
-from conversations.terminal import ChatSession
+from conversations.staff.terminal import ChatSession
 from drafts.models import Activation, Ad, Draft, DraftStatus
 from drafts.reviewers import REVIEWERS
 from workspaces.models import Membership

@@ -8,9 +8,9 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from conversations import run_log
 from conversations.models import Conversation, Message, Run, RunEvent
-from conversations.run_log import EventLog, RunLog
+from conversations.record import log as run_log
+from conversations.record.log import EventLog, RunLog
 from conversations.runs.finish import history_whole, run_finish
 from providers import AssistantMessage
 

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from conversations.history import (
+from conversations.agent.history import (
     INTERRUPTED_RESULT,
     pair_calls_and_results,
     recent_turns_within,
@@ -127,8 +127,8 @@ def test_everything_fits_a_large_budget(budget):
 
 @pytest.mark.django_db
 def test_history_rows_read_back_what_the_loop_uses_of_each_message(en_ad):
-    from conversations.message_rows import HISTORY_FIELDS, history_rows, row_to_message
     from conversations.models import Conversation, Run
+    from conversations.record.messages import HISTORY_FIELDS, history_rows, row_to_message
 
     conversation = Conversation.objects.create(ad=en_ad)
     run = Run.objects.create(conversation=conversation, input_text="brief")

@@ -15,9 +15,9 @@ import pytest
 from django.db import connection, transaction
 from django.utils import timezone
 
-import conversations.run_steps
+import conversations.agent.steps
 import providers
-from conversations.loop import run_agent
+from conversations.agent.loop import run_agent
 from conversations.models import Conversation, Message, ModelCall, Run, RunEvent
 from conversations.runs.claim import run_claim
 from drafts.models import Draft
@@ -126,13 +126,13 @@ def test_a_reply_that_arrives_after_a_takeover_is_not_written(
 def test_a_tool_result_after_a_takeover_is_not_written(fake_providers, run, monkeypatch, caplog):
     """The reply that made the call is stored with the call's result: neither is."""
     fake_providers.script(turn(tool_calls=[MUSIC]))
-    real_execute = conversations.run_steps.execute_tool_call
+    real_execute = conversations.agent.steps.execute_tool_call
 
     def taken_over_then_execute(*args, **kwargs):
         take_over(run.pk)  # after the model's reply, before the call runs and is written
         return real_execute(*args, **kwargs)
 
-    monkeypatch.setattr(conversations.run_steps, "execute_tool_call", taken_over_then_execute)
+    monkeypatch.setattr(conversations.agent.steps, "execute_tool_call", taken_over_then_execute)
     caplog.set_level(logging.WARNING)
 
     run_agent(run.pk)
@@ -151,7 +151,7 @@ def test_a_tool_result_after_a_takeover_is_not_written(fake_providers, run, monk
     assert "taken over by another worker; this one stops" in caplog.text
     assert not [r for r in caplog.records if r.levelno >= logging.ERROR], caplog.text
 
-    monkeypatch.setattr(conversations.run_steps, "execute_tool_call", real_execute)
+    monkeypatch.setattr(conversations.agent.steps, "execute_tool_call", real_execute)
     fake_providers.script(turn(tool_calls=[MUSIC]), turn("Music v1 is ready."))
     resume_elsewhere(run)
 

@@ -15,7 +15,7 @@ from django.db.models import F
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from conversations.loop import run_agent
+from conversations.agent.loop import run_agent
 from conversations.models import Conversation, Message, ModelCall, Run, RunEvent
 from conversations.runs.claim import run_claim
 from conversations.runs.enqueue import ENQUEUE_FAILED
@@ -572,7 +572,7 @@ def test_a_queued_run_whose_turn_has_come_is_claimed_by_one_statement(en_ad):
 def test_the_claim_reads_the_history_as_history_rows_does(en_ad):
     """The claim's statement also reads the conversation's history after its summary, as
     JSON: the rows it gives are those ``history_rows`` reads, value for value."""
-    from conversations.message_rows import history_rows
+    from conversations.record.messages import history_rows
 
     earlier = Run.objects.create(
         conversation=_conversation(en_ad),
@@ -670,9 +670,9 @@ def test_a_conversations_unfinished_runs_are_found_without_the_index_of_all_unfi
     its dead entries pile up, and a bitmap scan reads every one of them. The claim and
     the start of the next run look through the conversation's own index instead."""
     from adstudio.db import uuid_param
-    from conversations.locks import _lock_sql
     from conversations.runs.chain import _next_run_sql
     from conversations.runs.finish import run_finish
+    from conversations.runs.locks import _lock_sql
 
     conversation = _conversation(en_ad)
     finished = timezone.now()
@@ -705,7 +705,7 @@ def test_a_conversations_unfinished_runs_are_found_without_the_index_of_all_unfi
 
 def test_twenty_concurrent_draft_writes_get_versions_one_to_twenty(en_ad):
     from adstudio.tools import ToolContext
-    from conversations.tools import execute_tool_call
+    from conversations.agent.tools import execute_tool_call
     from providers.base import ToolCall
 
     barrier = threading.Barrier(20)
@@ -826,7 +826,7 @@ def test_a_draft_version_taken_meanwhile_is_read_again_and_the_next_one_written(
 def _sixty_turns(ad, settings):
     """A conversation of 60 music iterations (242 messages), far over a 2,000-token budget."""
     from conversations.models import Conversation
-    from conversations.tokens import message_tokens
+    from conversations.record.tokens import message_tokens
     from providers.base import (
         AssistantMessage,
         ToolCall,
@@ -888,7 +888,7 @@ def _sixty_turns(ad, settings):
 
 
 def test_a_long_conversation_is_summarised_and_sent_within_budget(fake_providers, en_ad, settings):
-    from conversations.tokens import count_tokens
+    from conversations.record.tokens import count_tokens
 
     conversation = _sixty_turns(en_ad, settings)
     fake_providers.script(
@@ -983,7 +983,7 @@ def test_a_run_taken_over_by_another_worker_is_left_to_it(fake_providers, en_ad,
 def test_the_user_message_the_claim_writes_gets_its_token_count_with_the_next_step(
     fake_providers, en_ad
 ):
-    from conversations.tokens import message_tokens
+    from conversations.record.tokens import message_tokens
     from providers import UserMessage
 
     fake_providers.script(turn(tool_calls=[call("create_music_draft", {"prompt": "calm"})]))
@@ -1006,7 +1006,7 @@ def test_a_user_message_left_without_its_token_count_gets_it_when_the_run_resume
     claim wrote has no token count yet; the worker that takes the run over writes it."""
     from datetime import timedelta
 
-    from conversations.tokens import message_tokens
+    from conversations.record.tokens import message_tokens
     from providers import UserMessage
 
     run = Run.objects.create(conversation=_conversation(en_ad), input_text="Make the ad.")

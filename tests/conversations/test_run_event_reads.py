@@ -10,9 +10,9 @@ import threading
 import pytest
 from django.db import connections
 
-from conversations import run_event_reads
+from conversations.events import reads as event_reads
+from conversations.events.wakeups import run_wakeups
 from conversations.models import Conversation, Run, RunEvent
-from conversations.run_wakeups import run_wakeups
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -29,13 +29,13 @@ def run(ad) -> Run:
 def reads(monkeypatch) -> list[int]:
     """The positions the database was read after (the real read, counted)."""
     made: list[int] = []
-    real = run_event_reads._read
+    real = event_reads._read
 
     async def counted(run_id, after):
         made.append(after)
         return await real(run_id, after)
 
-    monkeypatch.setattr(run_event_reads, "_read", counted)
+    monkeypatch.setattr(event_reads, "_read", counted)
     return made
 
 
@@ -52,9 +52,7 @@ def listener_connected(monkeypatch):
 
 
 def page(run: Run, after: int = 0, wait: float = 0):
-    return run_event_reads.arun_events_page(
-        run_id=run.pk, status=run.status, after=after, wait=wait
-    )
+    return event_reads.arun_events_page(run_id=run.pk, status=run.status, after=after, wait=wait)
 
 
 def seqs(result) -> list[int]:

@@ -1,4 +1,4 @@
-"""Following a run (``conversations.run_follow``): what it yields, in order, for each way
+"""Following a run (``conversations.events.follow``): what it yields, in order, for each way
 a follow goes and ends; the same from a coroutine's reads (ASGI) and a thread's (WSGI),
 with the queries each read costs."""
 
@@ -12,9 +12,9 @@ import pytest
 from django.db import OperationalError, connections
 from django.utils import timezone
 
-from conversations import run_event_reads, selectors
-from conversations.models import Conversation, Run, RunEvent
-from conversations.run_follow import (
+from conversations.events import reads as event_reads
+from conversations.events import waits
+from conversations.events.follow import (
     KEEP_ALIVE,
     End,
     Ending,
@@ -22,6 +22,7 @@ from conversations.run_follow import (
     follow_run,
     follow_run_sync,
 )
+from conversations.models import Conversation, Run, RunEvent
 
 pytestmark = pytest.mark.django_db(transaction=True)  # coroutines read in other threads
 
@@ -171,7 +172,7 @@ def test_a_lost_database_ends_the_follow_with_its_error(driver, finished_run, mo
     def events_after(run_id, after):
         raise lost
 
-    monkeypatch.setattr(selectors, "_events_after", events_after)
+    monkeypatch.setattr(waits, "_events_after", events_after)
 
     assert follow(driver, finished_run) == [End(Ending.DATABASE_GONE, error=lost)]
 
@@ -198,15 +199,15 @@ def test_a_thread_reads_once_per_read_and_once_more_for_the_finish(
 
 
 def test_a_coroutine_reads_through_the_shared_reads(finished_run, monkeypatch):
-    """Each of its reads is ``run_event_reads``', which the process's followers share."""
+    """Each of its reads is ``events.reads``', which the process's followers share."""
     made: list[int] = []
-    real = run_event_reads._read
+    real = event_reads._read
 
     async def counted(run_id, after):
         made.append(after)
         return await real(run_id, after)
 
-    monkeypatch.setattr(run_event_reads, "_read", counted)
+    monkeypatch.setattr(event_reads, "_read", counted)
 
     assert len(follow("async", finished_run)) == 2
     assert made == [0, 3]

@@ -11,10 +11,11 @@ from django.db import connection, connections
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from conversations import run_wakeups as wakeups_module
 from conversations import selectors, services
+from conversations.events import waits
+from conversations.events import wakeups as wakeups_module
+from conversations.events.wakeups import run_wakeups
 from conversations.models import Conversation, Run, RunEvent, RunEventType, RunStatus
-from conversations.run_wakeups import run_wakeups
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -57,7 +58,7 @@ def test_a_long_poll_waits_without_holding_a_database_connection(queued_run, mon
     )
 
     # when a client long-polls its events
-    events, _status = selectors.run_events_page(
+    events, _status = waits.run_events_page(
         run_id=queued_run.pk, status=queued_run.status, after=0, wait=0.05
     )
 
@@ -74,7 +75,7 @@ def test_a_long_poll_returns_when_the_runs_next_event_is_committed(queued_run, l
 
     # when the poll returns
     started = time.monotonic()
-    events, _status = selectors.run_events_page(
+    events, _status = waits.run_events_page(
         run_id=queued_run.pk, status=queued_run.status, after=0, wait=30
     )
     elapsed = time.monotonic() - started
@@ -102,7 +103,7 @@ def test_waiting_for_a_run_ends_when_its_finish_is_committed(queued_run, listeni
 
     # when the wait returns
     started = time.monotonic()
-    run = selectors.run_wait(run=queued_run, timeout=30)
+    run = waits.run_wait(run=queued_run, timeout=30)
     writer.join()
 
     # then the run is finished, seen well before the timeout
@@ -120,7 +121,7 @@ def test_waiting_for_a_run_that_finished_before_the_wait_returns_at_once(queued_
 
     # when the wait begins
     started = time.monotonic()
-    run = selectors.run_wait(run=queued_run, timeout=30)
+    run = waits.run_wait(run=queued_run, timeout=30)
 
     # then it has read the finish at once, not after a wake-up that never comes
     assert run.status == RunStatus.SUCCEEDED
@@ -146,7 +147,7 @@ def test_the_listener_reconnects_after_its_connection_is_killed(queued_run, list
         0.3, lambda: RunEvent.objects.create(run=queued_run, seq=1, type=RunEventType.TEXT)
     )
     started = time.monotonic()
-    events, _status = selectors.run_events_page(
+    events, _status = waits.run_events_page(
         run_id=queued_run.pk, status=queued_run.status, after=0, wait=30
     )
     writer.join()
@@ -160,7 +161,7 @@ def test_a_waiting_long_poll_reads_the_database_only_when_woken(queued_run, list
     # given a client long-polling for 1 s a run that writes nothing meanwhile
     with CaptureQueriesContext(connection) as queries:
         # when the poll times out
-        events, _status = selectors.run_events_page(
+        events, _status = waits.run_events_page(
             run_id=queued_run.pk, status=queued_run.status, after=0, wait=1
         )
 
@@ -176,7 +177,7 @@ def test_a_page_read_after_the_run_finished_says_so_with_its_last_event(queued_r
     services.run_cancel(run=queued_run)
 
     # when its events are read with that status
-    events, page_status = selectors.run_events_page(
+    events, page_status = waits.run_events_page(
         run_id=queued_run.pk, status=status, after=0, wait=30
     )
 
@@ -192,7 +193,7 @@ def test_a_finished_run_with_no_new_events_returns_at_once(queued_run):
 
     # when the client long-polls for more
     started = time.monotonic()
-    events, page_status = selectors.run_events_page(
+    events, page_status = waits.run_events_page(
         run_id=run.pk, status=run.status, after=last, wait=30
     )
 

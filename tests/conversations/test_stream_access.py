@@ -14,9 +14,9 @@ import pytest
 from django.db import connection
 
 from accounts.services import token_create
+from conversations.events.access import ReaderAccess
+from conversations.events.wakeups import run_wakeups
 from conversations.models import Conversation, Run, RunEvent
-from conversations.run_wakeups import run_wakeups
-from conversations.stream_access import ReaderAccess
 from tests.support.web import WebServer
 from tests.support.worker import database_url
 from workspaces.models import Membership

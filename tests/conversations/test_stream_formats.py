@@ -13,10 +13,11 @@ from django.utils import timezone
 from rest_framework.test import APIClient
 
 from accounts.services import token_create
-from conversations import events_api, selectors
-from conversations.events_api import EventStreamBody, _long_poll_response
+from conversations.events import waits
 from conversations.models import Conversation, Run, RunEvent
-from conversations.ui_chat_api import _UIStreamBody
+from conversations.web import events_api
+from conversations.web.events_api import EventStreamBody, _long_poll_response
+from conversations.web.ui_chat_api import _UIStreamBody
 
 pytestmark = pytest.mark.django_db(transaction=True)  # an ASGI body reads in other threads
 
@@ -83,7 +84,7 @@ def database_gone(monkeypatch):
     def lost(run_id, after):
         raise OperationalError("the connection was lost")
 
-    monkeypatch.setattr(selectors, "_events_after", lost)
+    monkeypatch.setattr(waits, "_events_after", lost)
 
 
 def _text(body: str, sync_chunks, async_chunks) -> str:
@@ -223,7 +224,7 @@ def test_a_long_poll_that_waited_in_vain_is_an_empty_page(quiet_run):
 )
 def test_a_long_poll_cut_short_says_why_in_the_pages_shape(finished_run, monkeypatch, reader, code):
     if code == "database_unavailable":
-        monkeypatch.setattr(selectors, "_events_after", _lost)
+        monkeypatch.setattr(waits, "_events_after", _lost)
     page = _long_poll(finished_run, after=1, reader=reader)
 
     assert page["events"] == [] and page["lastSeq"] == 1 and page["runStatus"] == "succeeded"

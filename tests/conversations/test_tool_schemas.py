@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from conversations.tokens import count_tokens
-from conversations.tools import TOOLS, tool_specs
+from conversations.agent.tools import TOOLS, tool_specs
+from conversations.record.tokens import count_tokens
 from providers import router
 from providers.base import GenerateRequest, UserMessage
 from providers.profiles import PROFILES

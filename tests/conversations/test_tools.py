@@ -10,7 +10,7 @@ import pytest
 from django.db import InterfaceError, OperationalError
 
 from adstudio.tools import ToolContext
-from conversations.tools import TOOLS, execute_tool_call, tool_specs
+from conversations.agent.tools import TOOLS, execute_tool_call, tool_specs
 from drafts.models import Draft
 from drafts.payloads import payload_of
 from drafts.services import LatestVersions

@@ -24,7 +24,7 @@ from conversations.services import (
     send_message,
     start_generation,
 )
-from conversations.ui_types import ModelMessagePage, UIMessagePage
+from conversations.web.ui_types import ModelMessagePage, UIMessagePage
 from drafts.models import Draft
 from testbed.fake_openai import call, turn
 

@@ -1,5 +1,5 @@
-"""The shapes of conversations.ui_types as the schema has them: a ``tool-<name>`` part
-for every tool the director has (``conversations.tools.TOOLS``), mapped by the parts'
+"""The shapes of conversations.web.ui_types as the schema has them: a ``tool-<name>`` part
+for every tool the director has (``conversations.agent.tools.TOOLS``), mapped by the parts'
 discriminator; ``ModelMessage`` a union by role, as the AI SDK's."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ import pytest
 from drf_spectacular.generators import SchemaGenerator
 from pydantic import TypeAdapter, ValidationError
 
-from conversations.tools import TOOLS
-from conversations.ui_types import ModelMessage, UIMessage
+from conversations.agent.tools import TOOLS
+from conversations.web.ui_types import ModelMessage, UIMessage
 
 
 @pytest.fixture(scope="module")

@@ -9,7 +9,7 @@ import pytest
 from celery.concurrency.prefork import TaskPool as PreforkPool
 from celery.concurrency.thread import TaskPool as ThreadPool
 
-from conversations.worker_capacity import connections_needed, shortfall, worker_threads
+from conversations.runs.worker_capacity import connections_needed, shortfall, worker_threads
 from testbed.worker import worker_command
 from tests.support.worker import REDIS_URL, ROOT, database_url
 

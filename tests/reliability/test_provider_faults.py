@@ -321,8 +321,8 @@ def test_nul_characters_and_a_tool_name_too_long_for_its_column_are_stored(fake_
 def test_text_streamed_by_a_failed_attempt_is_reset_for_clients(
     fake_providers, make_ad, monkeypatch
 ):
-    from conversations import run_log
     from conversations.models import RunEvent
+    from conversations.record import log as run_log
 
     monkeypatch.setattr(run_log, "TEXT_EVENT_INTERVAL", 0)  # every delta is sent at once
     fake_providers.script(turn("Music v1 is ready.", cut_after=3), turn("Music v1 is ready."))

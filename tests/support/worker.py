@@ -118,8 +118,8 @@ class RedisServer:
 def run_finished(run, timeout: float = 30.0):
     """``run`` (a ``Run``), re-read once it has finished: woken by its events as they
     commit (``LISTEN``), as the API's ``?wait=`` is, not polled."""
+    from conversations.events.waits import run_wait
     from conversations.models import RunStatus
-    from conversations.selectors import run_wait
 
     run_wait(run=run, timeout=timeout)
     if run.status not in RunStatus.finished():

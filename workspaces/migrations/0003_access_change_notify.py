@@ -1,5 +1,5 @@
 """What someone may read changes: PostgreSQL notifies the channel the web processes'
-wake-up listener also hears (``conversations.run_wakeups``), so an open stream or long
+wake-up listener also hears (``conversations.events.wakeups``), so an open stream or long
 poll re-checks its reader's access at its next wake-up. The payload is the user whose
 access shrank (a membership removed or its role changed, an account deactivated), or
 "*" when an ad moved to another workspace (every reader re-checks). Delivered at commit;

@@ -17,7 +17,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 import providers
 from adstudio.languages import UnknownLanguage, normalise_language
-from conversations.terminal import INTERRUPTED_STATUS, ChatSession, line_editing, quiet_logs
+from conversations.staff.terminal import INTERRUPTED_STATUS, ChatSession, line_editing, quiet_logs
 from drafts.models import Ad
 from drafts.selectors import ads_for
 from drafts.services import ad_create

@@ -1,4 +1,4 @@
-"""The JSON Schema of what a ``useChat`` page is sent (``conversations.ui_types``):
+"""The JSON Schema of what a ``useChat`` page is sent (``conversations.web.ui_types``):
 ``make chat-types`` turns it into ``clients/adstudio-chat.ts``."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand
 
-from conversations.ui_types import ChatTypes
+from conversations.web.ui_types import ChatTypes
 
 
 class Command(BaseCommand):

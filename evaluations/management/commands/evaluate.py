@@ -29,7 +29,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import connection
 
 import providers
-from conversations.prompts import PROMPT_VERSION
+from conversations.agent.prompts import PROMPT_VERSION
 from evaluations.cases import AdOutcome, CaseInput
 from evaluations.cost import CostEstimate, estimated_cost
 from evaluations.datasets import GoldenSet, InvalidGoldenSet, golden_set, golden_set_hash

@@ -15,7 +15,7 @@ from rest_framework.test import APIClient
 
 from accounts.services import token_create
 from adstudio.observability import metrics, views
-from conversations.loop import run_agent
+from conversations.agent.loop import run_agent
 from conversations.models import Conversation, Run
 from providers import Usage
 from providers.pricing import usage_cost

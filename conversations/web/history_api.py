@@ -1,7 +1,7 @@
 """A conversation's messages in the three shapes web clients read, each its own
 operation so that a typed client is given the type it reads: this API's messages
 (``messages/``), the AI SDK's ``UIMessage``s for ``useChat`` (``messages/ui/``, exactly
-what the live stream showed: ``conversations.ui_history``) and its ``ModelMessage``s for
+what the live stream showed: ``conversations.web.ui_history``) and its ``ModelMessage``s for
 ``generateText`` (``messages/model/``); the same three for an ad's latest conversation.
 ``?format=ui`` and ``?format=model`` on the first are still answered, for older clients.
 """
@@ -16,11 +16,11 @@ from rest_framework.negotiation import DefaultContentNegotiation
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from conversations.message_rows import history_rows, message_parts, model_messages
 from conversations.models import Conversation, Message
+from conversations.record.messages import history_rows, message_parts, model_messages
 from conversations.selectors import conversation_latest, conversations_for
-from conversations.ui_history import conversation_ui_messages
-from conversations.ui_types import ModelMessagePage, UIMessagePage
+from conversations.web.ui_history import conversation_ui_messages
+from conversations.web.ui_types import ModelMessagePage, UIMessagePage
 from drafts.selectors import ads_for
 
 

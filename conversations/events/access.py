@@ -12,7 +12,7 @@ from asgiref.sync import sync_to_async
 from django.contrib.auth import get_user_model
 
 from adstudio.db import release_connection
-from conversations.run_wakeups import run_wakeups
+from conversations.events.wakeups import run_wakeups
 from conversations.selectors import runs_for
 
 REVOKED_MESSAGE = "You may no longer read this run."

@@ -11,7 +11,7 @@ A run whose heartbeats failed for longer than ``ADSTUDIO_RUN_STALE_AFTER`` (a da
 outage) is taken for dead and claimed by another worker, which raises ``Run.claims``.
 Its first worker sees the higher number at its next beat and stops the run at its next
 step without finishing it: the run is the other worker's now. (Its writes check the claim
-themselves, ``run_log.holder_fence``, so nothing of it is stored in the moment before
+themselves, ``record.log.holder_fence``, so nothing of it is stored in the moment before
 that beat; the beat spares it the model calls it could not record.)
 """
 

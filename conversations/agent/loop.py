@@ -1,7 +1,7 @@
 """The agent loop: one run answers one user turn through model calls and tool calls.
 
 Each step returns what happens next (``RunTools``, ``Answer`` or ``Stop``) and is stored
-as it happens (``conversations.run_log``), so a run that dies, or loses its database,
+as it happens (``conversations.record.log``), so a run that dies, or loses its database,
 is resumed from its last stored step and no tool call is executed twice.
 """
 
@@ -18,10 +18,7 @@ from django.db import InterfaceError, OperationalError
 import providers
 from adstudio import observability
 from adstudio.batch import WriteConflict
-from conversations.heartbeat import Heartbeat
-from conversations.models import RunStatus, StopCause
-from conversations.run_log import ClaimLost
-from conversations.run_state import (
+from conversations.agent.state import (
     Answer,
     RunState,
     RunTools,
@@ -29,10 +26,20 @@ from conversations.run_state import (
     load_run_state,
     resume_point,
 )
-from conversations.run_steps import TAKEN_OVER, TOO_LONG, model_step, plan_next, run_tools
+from conversations.agent.steps import (
+    TAKEN_OVER,
+    TOO_LONG,
+    model_step,
+    plan_next,
+    request_tokens,
+    run_tools,
+)
+from conversations.models import RunStatus, StopCause
+from conversations.record.log import ClaimLost
 from conversations.runs.claim import Claim, run_claim, run_claim_again
 from conversations.runs.finish import history_whole, run_finish, run_held
-from conversations.step_gate import step_gate
+from conversations.runs.heartbeat import Heartbeat
+from conversations.runs.step_gate import step_gate
 from providers import ProviderError
 
 logger = logging.getLogger(__name__)
@@ -95,7 +102,9 @@ def _execute(claim: Claim, *, give_up: bool) -> None:
             state = load_run_state(claim, heartbeat)
             observability.run_started(run, provider=state.route[0].name, resumed=claim.resumed)
             if claim.resumed:
-                state.log.interrupted_call(route=state.route, messages=state.messages)
+                state.log.interrupted_call(
+                    route=state.route, prompt_tokens=request_tokens(state.messages)
+                )
             state.deadline = deadline
             outcome = _drive(state)
     except ClaimLost:  # a write found the run claimed by another worker: it is its now

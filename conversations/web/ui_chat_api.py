@@ -3,7 +3,7 @@
 
 ``POST`` takes the transport's body (``{id, messages, trigger, messageId}``), stores the
 last user message and queues its run as chat does (durable, in order, once per message
-id), and answers with the run as a UI message stream (``conversations.ui_stream``).
+id), and answers with the run as a UI message stream (``conversations.web.ui_stream``).
 ``GET <chat id>/stream`` is the transport's resume: the ad's run in progress, from its
 start (the SDK replays a resumed stream) or after ``Last-Event-ID``; 204 when no run is in
 progress. A client that drops the stream, or aborts it, does not stop the run: cancel it
@@ -38,14 +38,8 @@ from adstudio.schema import refusal_responses
 from adstudio.serializers import InputSerializer
 from adstudio.stream_slots import AsyncHeldStream, HeldStream, StreamSlot, take_stream_slot
 from adstudio.throttling import RunRateThrottle
-from conversations.events_api import (
-    SEQUENCE_HEADER_SCHEMA,
-    database_gone,
-    no_content,
-    sequence_param,
-)
-from conversations.models import Conversation, Run, RunEventType, RunStatus
-from conversations.run_follow import (
+from conversations.events.access import REVOKED_MESSAGE, ReaderAccess
+from conversations.events.follow import (
     End,
     Ending,
     Events,
@@ -54,6 +48,7 @@ from conversations.run_follow import (
     follow_run,
     follow_run_sync,
 )
+from conversations.models import Conversation, Run, RunEventType, RunStatus
 from conversations.selectors import conversation_latest, conversations_for, run_key_used
 from conversations.services import (
     IdempotencyKeyReused,
@@ -61,8 +56,13 @@ from conversations.services import (
     chat_regenerate,
     chat_send,
 )
-from conversations.stream_access import REVOKED_MESSAGE, ReaderAccess
-from conversations.ui_stream import DONE, FINISH_FIELDS, HEADERS, UIMessageStream, sse
+from conversations.web.events_api import (
+    SEQUENCE_HEADER_SCHEMA,
+    database_gone,
+    no_content,
+    sequence_param,
+)
+from conversations.web.ui_stream import DONE, FINISH_FIELDS, HEADERS, UIMessageStream, sse
 from drafts.selectors import ads_for
 from drafts.services import AdArchived
 from workspaces.access import require
@@ -319,7 +319,7 @@ def ui_message_stream(
     """The run's UI message stream: its stored events after ``after`` (from its start
     when 0), then each event as it is stored, until the run's end and ``[DONE]``, or an
     error chunk when its ``reader`` may no longer read it. Under ASGI (``asynchronous``)
-    the body waits for the run's events without a thread (``run_follow``)."""
+    the body waits for the run's events without a thread (``events.follow``)."""
     body = _UIStreamBody(run, after=after, reader=reader)
     release_connection()  # the body reads with connections of its own
     if asynchronous:
@@ -336,7 +336,7 @@ ACCESS_REVOKED = f"data: {json.dumps({'type': 'error', 'errorText': REVOKED_MESS
 
 
 class _UIStreamBody:
-    """One UI message stream's text: what following its run yields (``run_follow``), said
+    """One UI message stream's text: what following its run yields (``events.follow``), said
     as the AI SDK's chunks, from an ASGI coroutine or a WSGI thread."""
 
     def __init__(self, run: Run, *, after: int, reader: ReaderAccess) -> None:

@@ -2,14 +2,14 @@
 watched each run live holds them (``?format=ui``).
 
 Each run is its user message, with the id the client gave it, and its reply: the run's
-stored events made into the UI message stream (``conversations.ui_stream``), which is
+stored events made into the UI message stream (``conversations.web.ui_stream``), which is
 what the client was sent, put together as the ``ai`` package puts a stream together
 (its ``processUIMessageStream``). So the history and the live page cannot differ: the
 brief is the reply's ``data-brief`` part, a failed run's error is in its metadata, the
 text of a reply that failed part-way is a part marked ``abandoned``, and a regenerated
 reply is left out, as ``useChat``'s ``regenerate`` removes it.
 
-It tells the turns the model history (``message_rows.model_messages``) tells: a
+It tells the turns the model history (``record.messages.model_messages``) tells: a
 generation, which no person typed, is its user message all the same, the brief as the
 director was given it; a message cancelled while queued never reached the director and
 is left out of both, with its empty reply.
@@ -22,9 +22,9 @@ from collections.abc import Iterable
 from itertools import groupby
 from typing import Any
 
+from conversations.agent.prompts import request_text_of
 from conversations.models import Conversation, Run, RunEvent, RunStatus
-from conversations.prompts import request_text_of
-from conversations.ui_stream import Chunk, UIMessageStream
+from conversations.web.ui_stream import Chunk, UIMessageStream
 
 UIMessage = dict[str, Any]
 

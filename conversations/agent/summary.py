@@ -11,11 +11,11 @@ from django.conf import settings
 
 import providers
 from adstudio import observability
-from conversations.history import recent_turns_within, split_turns
+from conversations.agent.history import recent_turns_within, split_turns
+from conversations.agent.prompts import SUMMARY_SYSTEM_PROMPT, summary_request_text
 from conversations.models import Conversation
-from conversations.prompts import SUMMARY_SYSTEM_PROMPT, summary_request_text
-from conversations.run_log import RunLog
-from conversations.step_gate import provider_wait
+from conversations.record.log import RunLog
+from conversations.runs.step_gate import provider_wait
 from providers import GenerateRequest, ProviderError, UserMessage
 
 logger = logging.getLogger(__name__)

@@ -19,10 +19,10 @@ from asgiref.sync import sync_to_async
 from django.db import DatabaseError
 
 from adstudio.db import release_connection
+from conversations.events.access import ReaderAccess
+from conversations.events.reads import arun_events_page
+from conversations.events.waits import run_events_page
 from conversations.models import Run, RunEvent, RunEventType, RunStatus
-from conversations.run_event_reads import arun_events_page
-from conversations.selectors import run_events_page
-from conversations.stream_access import ReaderAccess
 
 # The longest a wait lasts before a keep-alive: under WSGI the thread reads again then;
 # under ASGI only a wake-up reads, and the tick keeps proxies from closing the stream.
@@ -126,7 +126,7 @@ async def follow_run(
 ) -> AsyncIterator[Happening]:
     """What happens to ``run`` after the event ``after``, waiting without a thread: each
     read borrows one for its query, shared with the process's other followers of the run
-    (``run_event_reads``). ``reader`` is checked again after each read, and an access
+    (``events.reads``). ``reader`` is checked again after each read, and an access
     change ends a wait. ``refresh_on_finish``: fields of ``run`` read again, in the same
     step, when its ``run.finished`` event is read (the UI stream's finish reads them)."""
 

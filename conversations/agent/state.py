@@ -11,15 +11,15 @@ from django.conf import settings
 
 import providers
 from adstudio import log_context
-from conversations.heartbeat import Heartbeat
-from conversations.message_rows import HistoryRow, history_rows, row_to_message
+from conversations.agent.prompts import summary_block
+from conversations.agent.summary import summarise_if_needed
 from conversations.models import Conversation, Role, Run, RunStatus, StopCause
 from conversations.models import Message as MessageRow
-from conversations.prompts import summary_block
-from conversations.run_log import RunLog
+from conversations.record.log import RunLog
+from conversations.record.messages import HistoryRow, history_rows, row_to_message
+from conversations.record.tokens import message_tokens
 from conversations.runs.claim import Claim
-from conversations.summary import summarise_if_needed
-from conversations.tokens import message_tokens
+from conversations.runs.heartbeat import Heartbeat
 from drafts.services import LatestVersions
 from providers import Message, ToolCall, UserMessage
 

@@ -30,9 +30,8 @@ from rest_framework.views import APIView
 
 from adstudio.db import release_connection
 from adstudio.stream_slots import AsyncHeldStream, HeldStream, StreamSlot, take_stream_slot
-from conversations.api import WAIT_SCHEMA, seconds_param
-from conversations.models import Run, RunEvent, RunStatus
-from conversations.run_follow import (
+from conversations.events.access import REVOKED_MESSAGE, ReaderAccess
+from conversations.events.follow import (
     End,
     Ending,
     Events,
@@ -41,8 +40,10 @@ from conversations.run_follow import (
     follow_run,
     follow_run_sync,
 )
-from conversations.selectors import run_events_page, runs_for
-from conversations.stream_access import REVOKED_MESSAGE, ReaderAccess
+from conversations.events.waits import run_events_page
+from conversations.models import Run, RunEvent, RunStatus
+from conversations.selectors import runs_for
+from conversations.web.api import WAIT_SCHEMA, seconds_param
 
 logger = logging.getLogger(__name__)
 
@@ -333,7 +334,7 @@ def _event_stream(
 
 def server_sent(event: RunEvent) -> str:
     """The event as Server-Sent Event text, made once per event object: the streams of a
-    run that share a read (``run_event_reads``) share the text too."""
+    run that share a read (``events.reads``) share the text too."""
     text = event.__dict__.get("_server_sent")
     if text is None:
         data = json.dumps(EventSerializer(event).data, default=str)
@@ -344,7 +345,7 @@ def server_sent(event: RunEvent) -> str:
 
 
 class EventStreamBody:
-    """One event stream's text: what following its run yields (``run_follow``), said as
+    """One event stream's text: what following its run yields (``events.follow``), said as
     Server-Sent Events, from an ASGI coroutine or a WSGI thread."""
 
     def __init__(self, run: Run, *, after: int, duration: float, reader: ReaderAccess) -> None:

@@ -25,8 +25,8 @@ from django.db.models import (
 )
 from django.db.models.functions import Coalesce
 
-from conversations.message_rows import draft_call_key
 from conversations.models import Message, Role, Run, RunStatus
+from conversations.record.messages import draft_call_key
 from drafts.models import Draft
 
 TRANSCRIPT_PAGE_SIZE = 50

@@ -33,6 +33,7 @@ from adstudio.parsers import PayloadTooLarge
 from adstudio.schema import refusal_responses
 from adstudio.serializers import InputSerializer
 from adstudio.throttling import RunRateThrottle
+from conversations.events.waits import run_wait
 from conversations.models import STATS_PERMISSION, Conversation, Run, RunStatus
 from conversations.selectors import (
     agent_stats,
@@ -40,7 +41,6 @@ from conversations.selectors import (
     conversation_taking_messages,
     run_drafts,
     run_key_used,
-    run_wait,
     runs_for,
 )
 from conversations.services import (

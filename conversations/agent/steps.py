@@ -1,9 +1,10 @@
 """One step of a run: a model call and its reply, or the tool calls of a reply, each
-written as it happens (``conversations.run_log``), and the decision of what comes next.
+written as it happens (``conversations.record.log``), and the decision of what comes next.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from contextlib import suppress
@@ -17,19 +18,21 @@ from adstudio.batch import WriteConflict
 from adstudio.db import release_connection
 from adstudio.storable import without_nul
 from adstudio.tools import ToolContext
-from conversations import run_log
-from conversations.history import pair_calls_and_results
-from conversations.message_rows import draft_call_key, storable_reply, tool_calls_to_json
+from conversations.agent.history import pair_calls_and_results
+from conversations.agent.prompts import FINAL_ANSWER_NUDGE, system_prompt
+from conversations.agent.state import Answer, CallModel, RunState, RunTools, Stop
+from conversations.agent.tools import ToolOutcome, execute_tool_call, tool_specs
 from conversations.models import Run, RunStatus, StopCause
-from conversations.prompts import FINAL_ANSWER_NUDGE, system_prompt
-from conversations.run_log import ClaimLost, StepCancelled, TextEvents
-from conversations.run_state import Answer, CallModel, RunState, RunTools, Stop
-from conversations.step_gate import provider_wait
-from conversations.tools import ToolOutcome, execute_tool_call, tool_specs
+from conversations.record import log as run_log
+from conversations.record.log import ClaimLost, StepCancelled, TextEvents
+from conversations.record.messages import draft_call_key, storable_reply, tool_calls_to_json
+from conversations.record.tokens import count_tokens, message_tokens
+from conversations.runs.step_gate import provider_wait
 from providers import (
     AssistantMessage,
     GenerateOptions,
     GenerateRequest,
+    Message,
     StopReason,
     ToolCall,
     ToolResultMessage,
@@ -43,6 +46,17 @@ logger = logging.getLogger(__name__)
 TOO_LONG = "The run took too long (ADSTUDIO_TASK_SOFT_TIME_LIMIT) and was stopped."
 # Never written: _run_agent leaves a run taken over to the worker that holds it now.
 TAKEN_OVER = Stop(RunStatus.FAILED, StopCause.ERROR, "taken_over", "Taken over.")
+
+
+def request_tokens(messages: list[Message]) -> int:
+    """An estimate of one request's prompt: system prompt, tools and history (the prompt
+    of a request whose reply never came, which its ``ModelCall`` row still counts)."""
+    tools = json.dumps([spec.parameters for spec in tool_specs()], ensure_ascii=False)
+    return (
+        count_tokens(system_prompt())
+        + count_tokens(tools)
+        + sum(message_tokens(message) for message in messages)
+    )
 
 
 def plan_next(state: RunState) -> CallModel | Stop:
@@ -103,7 +117,9 @@ def model_step(state: RunState, *, last_round: bool = False) -> RunTools | Answe
             said.clear()
         try:
             if isinstance(attempt.error, Interrupted):
-                log.cancelled_call(round_no, attempt, messages=list(request.messages))
+                log.cancelled_call(
+                    round_no, attempt, prompt_tokens=request_tokens(request.messages)
+                )
             else:
                 log.model_call(round_no, attempt)
         except (DatabaseError, ClaimLost):  # the run's own end is the one to report
@@ -228,7 +244,7 @@ def _record_tool_result(
             tool_call_id=call.id, name=call.name, content=outcome.text, is_error=outcome.is_error
         )
     )
-    events = [run_log.tool_call_finished(call, outcome)]
+    events = [run_log.tool_call_finished(call, is_error=outcome.is_error, result=outcome.content)]
     if outcome.draft is not None:
         events.append(run_log.draft_created(call, outcome.draft))
     state.log.event(*events)

@@ -21,9 +21,9 @@ from contextlib import asynccontextmanager
 
 from asgiref.sync import sync_to_async
 
+from conversations.events.waits import EVENTS_PAGE, events_after_released
+from conversations.events.wakeups import run_wakeups
 from conversations.models import RunEvent, RunStatus
-from conversations.run_wakeups import run_wakeups
-from conversations.selectors import EVENTS_PAGE, events_after_released
 
 
 class _RunReads:
@@ -105,7 +105,7 @@ async def arun_events_page(
     wait: float = 0,
     interrupted: Callable[[], bool] = lambda: False,
 ) -> tuple[list[RunEvent], str]:
-    """``selectors.run_events_page`` for a coroutine (a stream served under ASGI): the
+    """``waits.run_events_page`` for a coroutine (a stream served under ASGI): the
     wait holds no thread, and a read borrows one for its query, shared with the process's
     other streams of the run that need the same read."""
     deadline = time.monotonic() + wait

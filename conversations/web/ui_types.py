@@ -16,8 +16,8 @@ from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from adstudio.json_schema import absent_not_default
 from adstudio.tools import Tool
+from conversations.agent.tools import TOOLS
 from conversations.models import RunStatus
-from conversations.tools import TOOLS
 
 
 class _Shape(BaseModel):

@@ -10,8 +10,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from conversations.message_rows import assistant_ui_message_id, draft_data_part
 from conversations.models import Run, RunEvent, RunEventType, RunStatus, StopCause
+from conversations.record.messages import assistant_ui_message_id, draft_data_part
 
 # The response headers the AI SDK's transport expects (ai's UI_MESSAGE_STREAM_HEADERS).
 HEADERS = {

@@ -2,14 +2,13 @@
 builder per event type), the streamed text as events, and what each step writes (its
 messages, model calls, counters and events, as one statement per step).
 
-The loop (``conversations.loop``) decides what happens; this module writes it down, and
+The loop (``conversations.agent.loop``) decides what happens; this module writes it down, and
 only while the worker still holds the run: every write checks the worker's claim token in
 its own statement (``holder_fence``).
 """
 
 from __future__ import annotations
 
-import json
 import math
 import time
 from dataclasses import dataclass, field
@@ -20,7 +19,6 @@ from adstudio.batch import Batch, Fence, insert_rows
 from adstudio.db import release_connection
 from adstudio.storable import without_nul
 from adstudio.tools import WrittenDraft
-from conversations.message_rows import row_fields
 from conversations.models import (
     Conversation,
     ModelCall,
@@ -30,9 +28,8 @@ from conversations.models import (
     RunStatus,
 )
 from conversations.models import Message as MessageRow
-from conversations.prompts import system_prompt
-from conversations.tokens import count_tokens, message_tokens
-from conversations.tools import ToolOutcome, tool_specs
+from conversations.record.messages import row_fields
+from conversations.record.tokens import message_tokens
 from drafts.models import Draft
 from providers import (
     Message,
@@ -127,12 +124,12 @@ def tool_call_started(call: ToolCall) -> Event:
     }
 
 
-def tool_call_finished(call: ToolCall, outcome: ToolOutcome) -> Event:
+def tool_call_finished(call: ToolCall, *, is_error: bool, result: dict[str, Any]) -> Event:
     return RunEventType.TOOL_CALL_FINISHED, {
         "toolCallId": call.id,
         "name": call.name,
-        "isError": outcome.is_error,
-        "result": outcome.content,
+        "isError": is_error,
+        "result": result,
     }
 
 
@@ -336,14 +333,16 @@ class RunLog:
         else:
             insert_rows(row)
 
-    def cancelled_call(self, round_no: int, attempt: providers.Attempt, *, messages: list) -> None:
+    def cancelled_call(
+        self, round_no: int, attempt: providers.Attempt, *, prompt_tokens: int
+    ) -> None:
         """Record an attempt ended by the run's cancel while the model answered. The
-        request was sent and may be billed, its usage unknown: its row estimates the
-        prompt from ``messages`` (the request's), and the run counts it, its cost no
+        request was sent and may be billed, its usage unknown: its row counts the
+        request's estimated ``prompt_tokens``, and the run counts them, its cost no
         longer exact, so a cancelled run's usage is the sum of its calls."""
         run = self.run
         row = _model_call_row(run, round_no, attempt)
-        usage = Usage(prompt_tokens=_prompt_tokens(messages), exact=False)
+        usage = Usage(prompt_tokens=prompt_tokens, exact=False)
         row.prompt_tokens, row.usage_exact = usage.prompt_tokens, False
         run.prompt_tokens += usage.prompt_tokens
         run.cost += usage_cost(model=attempt.model, usage=usage)
@@ -355,17 +354,19 @@ class RunLog:
             self.lost = True
             raise ClaimLost(f"run {run.pk} was claimed by another worker")
 
-    def interrupted_call(self, *, route: list[providers.ProviderBinding], messages: list) -> None:
+    def interrupted_call(
+        self, *, route: list[providers.ProviderBinding], prompt_tokens: int
+    ) -> None:
         """Record the model call a resumed run's worker was waiting on when it died or
-        lost the database (``interrupted_call_row``). Its prompt tokens are estimated
-        from ``messages``, the request the run sends again now; the stats then count
-        every provider request."""
+        lost the database (``interrupted_call_row``). Its ``prompt_tokens`` are estimated
+        from the request the run sends again now; the stats then count every provider
+        request."""
         run = self.run
         binding = route[0]
         row = interrupted_call_row(run, provider=binding.name, model=binding.model)
         if row is None:
             return
-        usage = Usage(prompt_tokens=_prompt_tokens(messages), exact=False)
+        usage = Usage(prompt_tokens=prompt_tokens, exact=False)
         row.prompt_tokens = usage.prompt_tokens
         run.prompt_tokens += usage.prompt_tokens
         run.cost += usage_cost(model=binding.model, usage=usage)
@@ -408,16 +409,6 @@ def interrupted_call_row(run: Run, *, provider: str, model: str) -> ModelCall | 
         error_code=INTERRUPTED,
         error="No reply was stored: the worker stopped while it waited for the model, or "
         "before the reply's step was written (the prompt tokens are estimated).",
-    )
-
-
-def _prompt_tokens(messages: list[Message]) -> int:
-    """An estimate of one request's prompt: system prompt, tools and history."""
-    tools = json.dumps([spec.parameters for spec in tool_specs()], ensure_ascii=False)
-    return (
-        count_tokens(system_prompt())
-        + count_tokens(tools)
-        + sum(message_tokens(message) for message in messages)
     )
 
 

@@ -28,10 +28,10 @@ from conversations.models import (
     ModelCall,
     Run,
 )
-from conversations.run_event_log import run_event_rows
 from conversations.selectors import agent_stats
 from conversations.services import run_requeue
-from conversations.transcript import conversation_transcript, run_transcript
+from conversations.staff.event_rows import run_event_rows
+from conversations.staff.transcript import conversation_transcript, run_transcript
 from workspaces.admin import WorkspaceScopedAdminMixin
 from workspaces.roles import Action
 
