@@ -1,7 +1,8 @@
 """The rehearsal's model provider (none is reachable here): an OpenAI-compatible server on
 the database host's address that answers as a creative director does, a music draft and
 then a final answer, each turn. A brief or message holding ``[slow N]`` has each reply take
-N seconds, for the faults that need a run in the middle of a model call.
+N seconds, for the faults that need a run in the middle of a model call; ``[slow N once]``
+only the turn's first (a fault that needs one long call, not a long run).
 
     python deploy/rehearsal/director.py --host 10.77.0.10   # prints its base URL
 """
@@ -19,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from testbed.fake_openai import FakeOpenAIServer, Turn, call, turn
 
-_SLOW = re.compile(r"\[slow (\d+(?:\.\d+)?)\]")
+_SLOW = re.compile(r"\[slow (\d+(?:\.\d+)?)( once)?\]")
 
 
 def direct(body: dict) -> Turn:
@@ -32,6 +33,8 @@ def direct(body: dict) -> Turn:
         return turn(
             tool_calls=[call("create_music_draft", {"prompt": "warm acoustic pop"})], delay=delay
         )
+    if slow and slow.group(2):
+        delay = 0.2
     return turn("Music v1 is ready: warm acoustic pop.", delay=delay)
 
 

@@ -32,6 +32,7 @@ import tempfile
 import threading
 import time
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -54,14 +55,16 @@ QUICK_ENV = {
     "ADSTUDIO_RECOVERY_INTERVAL": "2",
 }
 QUICK_BARS = {"dead-worker": 20.0}
+WEB_WORKERS = 2  # gunicorn's workers on each web host
 QUICK_SCALE = 0.3
 QUICK = False
 
 
-def slow(seconds: float) -> str:
+def slow(seconds: float, once: bool = False) -> str:
     """The context that has each of the model's replies take ``seconds`` (shortened with
-    the stale limit in a quick rehearsal)."""
-    return f"[slow {seconds * QUICK_SCALE if QUICK else seconds:g}]"
+    the stale limit in a quick rehearsal); ``once``: only each turn's first."""
+    scaled = seconds * QUICK_SCALE if QUICK else seconds
+    return f"[slow {scaled:g}{' once' if once else ''}]"
 
 
 def time_bar(name: str) -> float:
@@ -153,7 +156,7 @@ class Stack:
             "ADSTUDIO_OPENAI_MODEL": "gpt-4.1-mini",
             "ADSTUDIO_PROVIDER_FALLBACKS": "",
             "PORT": "8000",
-            "WEB_CONCURRENCY": "2",
+            "WEB_CONCURRENCY": str(WEB_WORKERS),
             "FORWARDED_ALLOW_IPS": address("lb"),
         }
         if QUICK:
@@ -166,11 +169,24 @@ class Stack:
         enter("client")
         self._database()
         self._redis_s3_and_model()
-        self.manage("web1", "migrate", "--noinput")
+        # The schema and each web host's static files at once: three processes that wait
+        # on the database and the disk more than they compute.
+        with ThreadPoolExecutor() as pool:
+            steps = [pool.submit(self.manage, "web1", "migrate", "--noinput")]
+            steps += [
+                pool.submit(self.manage, host, "collectstatic", "--noinput", "--verbosity", "0")
+                for host in ("web1", "web2")
+            ]
+            for step in steps:
+                step.result()
         for host in ("web1", "web2"):
-            self.start_web(host)
+            self.spawn_web(host)
         for host in ("worker1", "worker2"):
-            self.start_worker(host)
+            self.spawn_worker(host)
+        for host in ("web1", "web2"):
+            self.wait_web(host)
+        for host in ("worker1", "worker2"):
+            self.wait_worker(host)
         self._balancer()
 
     def _database(self) -> None:
@@ -288,8 +304,8 @@ class Stack:
             raise RuntimeError(f"manage.py {' '.join(args)} on {host}:\n{done.stderr[-2000:]}")
         return done.stdout
 
-    def start_web(self, host: str) -> None:
-        self.manage(host, "collectstatic", "--noinput", "--verbosity", "0")
+    def spawn_web(self, host: str) -> None:
+        """The host's gunicorn started (its static files collected already)."""
         self.processes[host] = Process(
             host,
             "web",
@@ -305,6 +321,8 @@ class Stack:
             self.work / f"{host}.log",
             ROOT,
         ).start()
+
+    def wait_web(self, host: str) -> None:
         import httpx
 
         wait_until(
@@ -314,6 +332,10 @@ class Stack:
         )
 
     def start_worker(self, host: str, env: dict[str, str] | None = None) -> None:
+        self.spawn_worker(host, env)
+        self.wait_worker(host)
+
+    def spawn_worker(self, host: str, env: dict[str, str] | None = None) -> None:
         number = host[-1]
         self.processes[host] = Process(
             host,
@@ -338,6 +360,8 @@ class Stack:
             self.work / f"{host}.log",
             ROOT,
         ).start()
+
+    def wait_worker(self, host: str) -> None:
         wait_until(lambda: self.processes[host].log_has(" ready."), timeout=60, what=f"{host}")
 
     def _balancer(self) -> None:
@@ -562,7 +586,7 @@ def _run_on(stack: Stack, api: Api, holder: str, other: str, context: str) -> di
 
 
 def check_dead_worker(stack: Stack, api: Api) -> tuple[bool, str]:
-    started = _run_on(stack, api, "worker1", "worker2", slow(120))
+    started = _run_on(stack, api, "worker1", "worker2", slow(120, once=True))
     run_id = uuid.UUID(started["runId"])
     died = time.monotonic()
     kill_host("worker1")  # the host's power goes: no process closes anything
@@ -582,7 +606,7 @@ def check_dead_worker(stack: Stack, api: Api) -> tuple[bool, str]:
 
 
 def check_partition(stack: Stack, api: Api) -> tuple[bool, str]:
-    started = _run_on(stack, api, "worker1", "worker2", slow(40))
+    started = _run_on(stack, api, "worker1", "worker2", slow(40, once=True))
     run_id = uuid.UUID(started["runId"])
     stack.network.cut("worker1")
     taken = wait_until(
@@ -625,9 +649,11 @@ def check_clock(stack: Stack, api: Api) -> tuple[bool, str]:
             uuid.UUID(started["runId"]),
         )[0]
     finally:
-        stack.start_worker("worker1")
         stack.processes["worker2"].stop()
-        stack.start_worker("worker2")
+        for host in ("worker1", "worker2"):
+            stack.spawn_worker(host)
+        for host in ("worker1", "worker2"):
+            stack.wait_worker(host)
     created, begun, ended, claims = times
     ordered = created <= begun <= ended
     passed = finished["status"] == "succeeded" and claims == 1 and ordered
@@ -663,9 +689,19 @@ def check_reload(stack: Stack, token: str) -> tuple[bool, str]:
     for client in clients:
         client.start()
     time.sleep(3)
-    for host in ("web1", "web2"):  # rolling: one host at a time
+    for host in ("web1", "web2"):  # rolling: one host at a time, the next once it serves
+        log = stack.processes[host].log
+        booted = log.read_text(errors="replace").count("Application startup complete")
         stack.processes[host].signal(signal.SIGHUP)
-        time.sleep(8)
+        wait_until(
+            lambda log=log, booted=booted: (
+                log.read_text(errors="replace").count("Application startup complete")
+                >= booted + WEB_WORKERS
+            ),
+            timeout=60,
+            what=f"{host}'s new workers",
+        )
+        time.sleep(3)
     stop.set()
     for client in clients:
         client.join()
@@ -682,7 +718,10 @@ def check_reload(stack: Stack, token: str) -> tuple[bool, str]:
 def check_redis(stack: Stack, api: Api) -> tuple[bool, str]:
     import httpx
 
+    # Held down for 20 s, 11 s in a quick rehearsal: five of haproxy's checks or more.
+    held = 6 if QUICK else 15
     stack.processes["redis"].stop()
+    went = time.monotonic()
     try:
         time.sleep(5)  # haproxy checks every 2 s, down after 2 failures
         states = stack.servers_up()
@@ -691,15 +730,16 @@ def check_redis(stack: Stack, api: Api) -> tuple[bool, str]:
             for h in ("web1", "web2")
         ]
         accepted = [api.generate() for _ in range(3)]
-        time.sleep(15)
+        time.sleep(held)
         states_later = stack.servers_up()
     finally:
+        down = time.monotonic() - went
         stack.start_redis()
     finished = [api.finished(a["runId"], timeout=120)["status"] for a in accepted]
     both_in = states == states_later == {"web1": "UP", "web2": "UP"}
     passed = both_in and ready == ["degraded", "degraded"] and finished == ["succeeded"] * 3
     return passed, (
-        f"Redis down 20 s: balancer {states_later}, /readyz {ready}; 3 generates accepted "
+        f"Redis down {down:.0f} s: balancer {states_later}, /readyz {ready}; 3 generates accepted "
         f"and stored, then {finished}"
     )
 
