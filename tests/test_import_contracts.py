@@ -63,7 +63,8 @@ def kept(graph: grimp.ImportGraph) -> dict[str, bool]:
         ("adstudio.db", "conversations.models", "layers"),  # the project package reaching up
         ("voices.selectors", "workspaces.access", "layers"),  # two apps of one layer
         ("providers.router", "voices.models", "layers"),  # the providers on the catalogue
-        ("adstudio.wsgi", "providers.router", "layers"),  # only the settings may
+        ("adstudio.wsgi", "providers.router", "layers"),
+        ("adstudio.settings", "providers.configuration", "layers"),  # the settings neither
         (
             "conversations.tokens",
             "conversations.loop",
