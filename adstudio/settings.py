@@ -85,7 +85,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     # /healthz and /readyz, answered before host checks, HTTPS redirects and sessions.
-    "adstudio.health.HealthCheckMiddleware",
+    "adstudio.asgi.health.HealthCheckMiddleware",
     # A lost database connection: a read tried once more, else 503 with Retry-After.
     "adstudio.db_outage.DatabaseUnavailableMiddleware",
     "django.middleware.security.SecurityMiddleware",
@@ -286,9 +286,9 @@ CACHES = {
 ADSTUDIO_MAX_BODY_BYTES = env_int("ADSTUDIO_MAX_BODY_BYTES", 256 * 1024, minimum=1024)
 ADSTUDIO_MAX_MESSAGE_CHARS = env_int("ADSTUDIO_MAX_MESSAGE_CHARS", 4000, minimum=1)
 # Threads per web process for the requests that compute (all but those following a run,
-# which wait in the event loop): adstudio.asgi_routing.
+# which wait in the event loop): adstudio.asgi.routing.
 ADSTUDIO_WEB_THREADS = env_int("ADSTUDIO_WEB_THREADS", 32, minimum=1)
-# Seconds a request's body may take to arrive under ASGI: past it, 408 (adstudio.asgi_bodies).
+# Seconds a request's body may take to arrive under ASGI: past it, 408 (adstudio.asgi.bodies).
 ADSTUDIO_BODY_READ_TIMEOUT = env_float("ADSTUDIO_BODY_READ_TIMEOUT", 30.0, minimum=0.1)
 # Streams (event streams, long polls, ui-chat streams) one user may have open at once,
 # across web processes: past it, 429 with Retry-After (adstudio.stream_slots).

@@ -121,7 +121,7 @@ class RunEventsView(APIView):
     ``RunEventStreamView``, as it always has."""
 
     renderer_classes = [JSONRenderer, EventStreamRenderer]
-    waits_in_event_loop = True  # served by the ASGI handler (adstudio.asgi_routing)
+    waits_in_event_loop = True  # served by the ASGI handler (adstudio.asgi.routing)
     holds_streams = True  # a stream or a long poll: counts towards the user's open streams
 
     @extend_schema(
