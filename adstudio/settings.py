@@ -87,7 +87,7 @@ MIDDLEWARE = [
     # /healthz and /readyz, answered before host checks, HTTPS redirects and sessions.
     "adstudio.asgi.health.HealthCheckMiddleware",
     # A lost database connection: a read tried once more, else 503 with Retry-After.
-    "adstudio.db_outage.DatabaseUnavailableMiddleware",
+    "adstudio.db.outage.DatabaseUnavailableMiddleware",
     "django.middleware.security.SecurityMiddleware",
     # Content-Security-Policy on every response (below), with a nonce for the pages'
     # own inline scripts and styles.

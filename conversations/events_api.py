@@ -28,7 +28,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from adstudio.db import release_connection
+from adstudio.db.connection import release_connection
 from adstudio.stream_slots import AsyncHeldStream, HeldStream, StreamSlot, take_stream_slot
 from conversations.api import WAIT_SCHEMA, seconds_param
 from conversations.models import Run, RunEvent, RunStatus
@@ -158,7 +158,7 @@ class RunEventsView(APIView):
         finally:
             slot.give_back()
         if isinstance(happening, End) and happening.error is not None:
-            raise happening.error  # answered 503 (adstudio.db_outage)
+            raise happening.error  # answered 503 (adstudio.db.outage)
         if happening == End(Ending.ACCESS_REVOKED):
             raise NotFound()  # as for anyone else who may not read it
         return Response(long_poll_page(run, after, happening))

@@ -17,7 +17,7 @@ from django.db import InterfaceError, OperationalError
 
 import providers
 from adstudio import observability
-from adstudio.batch import WriteConflict
+from adstudio.db.batch import WriteConflict
 from conversations.heartbeat import Heartbeat
 from conversations.models import RunStatus, StopCause
 from conversations.run_log import ClaimLost

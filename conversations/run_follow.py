@@ -18,7 +18,7 @@ from enum import StrEnum
 from asgiref.sync import sync_to_async
 from django.db import DatabaseError
 
-from adstudio.db import release_connection
+from adstudio.db.connection import release_connection
 from conversations.models import Run, RunEvent, RunEventType, RunStatus
 from conversations.run_event_reads import arun_events_page
 from conversations.selectors import run_events_page

@@ -14,7 +14,8 @@ from django.db import connection
 from django.db.models import Avg, Count, F, Min, Q, QuerySet, Sum
 from django.shortcuts import get_object_or_404
 
-from adstudio.db import column, columns, from_row, quote_name, release_connection, uuid_param
+from adstudio.db.connection import release_connection
+from adstudio.db.sql import column, columns, from_row, quote_name, uuid_param
 from conversations.models import Conversation, Message, ModelCall, Role, Run, RunEvent, RunStatus
 from conversations.run_wakeups import run_wakeups
 from drafts.models import Ad, Draft

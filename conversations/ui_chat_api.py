@@ -32,7 +32,7 @@ from rest_framework.request import Request
 from rest_framework.validators import ProhibitSurrogateCharactersValidator
 from rest_framework.views import APIView
 
-from adstudio.db import release_connection
+from adstudio.db.connection import release_connection
 from adstudio.parsers import PayloadTooLarge, SafeJSONParser
 from adstudio.schema import refusal_responses
 from adstudio.serializers import InputSerializer
