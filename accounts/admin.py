@@ -8,7 +8,7 @@ from django.contrib import admin, messages
 
 from accounts.models import ApiToken
 from accounts.services import token_revoke
-from adstudio.admin_columns import when
+from adstudio.admin.columns import when
 
 
 @admin.register(ApiToken)

@@ -217,7 +217,7 @@ def database_config(
             "min_size": 1,
             "max_size": pool_max_size,
             # How long a request waits for a connection: past it, while the database is
-            # down, it answers 503 (adstudio.db_outage) rather than hold its thread.
+            # down, it answers 503 (adstudio.db.outage) rather than hold its thread.
             "timeout": pool_timeout,
             # A pooled connection is checked before use, so a database restart costs one
             # failed check, not a failed request.

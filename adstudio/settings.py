@@ -32,16 +32,6 @@ from adstudio.env import (
     redis_url,
 )
 
-# The one import of an app in the project package, and the layers contract's one written
-# exception (pyproject's [tool.importlinter]). The settings are where the project is put
-# together (they name every app already, in INSTALLED_APPS); the providers' variables
-# are read here, with the providers' own parser, so that a bad value stops the start
-# with a message naming it, as every other variable does. The parser needs the
-# providers' names and key variables (providers.profiles): moving it below would put the
-# providers' knowledge in the project package, and importing it by a dotted string
-# would keep the same arrow while hiding it from the contract.
-from providers import configuration as provider_configuration
-
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = BASE_DIR / "var"
 
@@ -95,9 +85,9 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     # /healthz and /readyz, answered before host checks, HTTPS redirects and sessions.
-    "adstudio.health.HealthCheckMiddleware",
+    "adstudio.asgi.health.HealthCheckMiddleware",
     # A lost database connection: a read tried once more, else 503 with Retry-After.
-    "adstudio.db_outage.DatabaseUnavailableMiddleware",
+    "adstudio.db.outage.DatabaseUnavailableMiddleware",
     "django.middleware.security.SecurityMiddleware",
     # Content-Security-Policy on every response (below), with a nonce for the pages'
     # own inline scripts and styles.
@@ -296,9 +286,9 @@ CACHES = {
 ADSTUDIO_MAX_BODY_BYTES = env_int("ADSTUDIO_MAX_BODY_BYTES", 256 * 1024, minimum=1024)
 ADSTUDIO_MAX_MESSAGE_CHARS = env_int("ADSTUDIO_MAX_MESSAGE_CHARS", 4000, minimum=1)
 # Threads per web process for the requests that compute (all but those following a run,
-# which wait in the event loop): adstudio.asgi_routing.
+# which wait in the event loop): adstudio.asgi.routing.
 ADSTUDIO_WEB_THREADS = env_int("ADSTUDIO_WEB_THREADS", 32, minimum=1)
-# Seconds a request's body may take to arrive under ASGI: past it, 408 (adstudio.asgi_bodies).
+# Seconds a request's body may take to arrive under ASGI: past it, 408 (adstudio.asgi.bodies).
 ADSTUDIO_BODY_READ_TIMEOUT = env_float("ADSTUDIO_BODY_READ_TIMEOUT", 30.0, minimum=0.1)
 # Streams (event streams, long polls, ui-chat streams) one user may have open at once,
 # across web processes: past it, 429 with Retry-After (adstudio.stream_slots).
@@ -514,16 +504,11 @@ ADSTUDIO_MODEL_PRICES = {
     "claude-opus-4-5": {"input": 5.00, "cached_input": 0.50, "cache_write": 6.25, "output": 25.00},
 }
 # --- Providers ------------------------------------------------------------------------
-# Keys, base URLs and models of the LLM providers (docs/providers.md). An empty base URL
-# or model means the provider profile's default; a provider without a key is skipped by
-# the router, and with no key at all the offline demo director answers.
-ADSTUDIO_PROVIDERS = provider_configuration.provider_entries("ADSTUDIO_STRICT_TOOLS")
-# Language (optionally language:MARKET) -> provider; "default" for every other language.
-ADSTUDIO_PROVIDER_ROUTES = provider_configuration.provider_routes("ADSTUDIO_PROVIDER_ROUTES")
-# Tried in order after the routed provider fails (after its retries); unconfigured skipped.
-ADSTUDIO_PROVIDER_FALLBACKS = provider_configuration.provider_fallbacks(
-    "ADSTUDIO_PROVIDER_FALLBACKS"
-)
+# Keys, base URLs, models, routes, fallbacks and strict tools (docs/providers.md):
+# ADSTUDIO_PROVIDERS, ADSTUDIO_PROVIDER_ROUTES and ADSTUDIO_PROVIDER_FALLBACKS are read by
+# the providers app at start-up (providers/configuration.py, from ProvidersConfig.ready),
+# which knows the providers' names and variables; a bad value stops the start with a
+# message naming it, as every variable here does. Set here, they would be taken as they are.
 ADSTUDIO_PROVIDER_RETRY = {
     "max_attempts": env_int("ADSTUDIO_PROVIDER_MAX_ATTEMPTS", 3, minimum=1),
     "max_total_seconds": env_float("ADSTUDIO_PROVIDER_RETRY_BUDGET", 60.0, minimum=0.0),

@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, model_validator
 from adstudio.json_schema import absent_not_default, lean_schema
 
 if TYPE_CHECKING:
-    from adstudio.batch import Batch
+    from adstudio.db.batch import Batch
 
 
 # The tools live in the apps; what a call is handed is described here by what the tools

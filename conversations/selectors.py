@@ -12,7 +12,7 @@ from django.db import connection
 from django.db.models import Avg, Count, Min, Q, QuerySet, Sum
 from django.shortcuts import get_object_or_404
 
-from adstudio.db import column, columns, from_row, quote_name, uuid_param
+from adstudio.db.sql import column, columns, from_row, quote_name, uuid_param
 from conversations.models import Conversation, Message, ModelCall, Role, Run, RunStatus
 from drafts.models import Ad, Draft
 from workspaces.access import scoped

@@ -16,8 +16,8 @@ from django.db import IntegrityError, transaction
 from django.db.models import F
 
 import providers
-from adstudio.batch import insert_rows
-from adstudio.db import database_now
+from adstudio.db.batch import insert_rows
+from adstudio.db.clock import database_now
 from adstudio.log_context import bind
 from adstudio.refusals import StateConflict
 from conversations.agent.prompts import brief_fields, brief_message

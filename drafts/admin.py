@@ -12,9 +12,9 @@ from django.urls import path, reverse
 from django.utils.html import format_html
 from django.utils.http import url_has_allowed_host_and_scheme
 
-from adstudio.admin_columns import shortened, when
-from adstudio.admin_readonly import ReadOnlyAdminMixin
-from adstudio.admin_search import SearchByIdMixin
+from adstudio.admin.columns import shortened, when
+from adstudio.admin.readonly import ReadOnlyAdminMixin
+from adstudio.admin.search import SearchByIdMixin
 from drafts.models import ACTIVATE_PERMISSION, Activation, ActivationSource, Ad, Draft, DraftKind
 from drafts.review import diff, sound_effects, voice_tracks
 from drafts.selectors import drafts_archived_by_activating

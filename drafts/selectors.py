@@ -9,7 +9,7 @@ from functools import cache
 
 from django.db.models import Q, QuerySet
 
-from adstudio.db import quote_name
+from adstudio.db.sql import quote_name
 from drafts.models import Ad, Draft, DraftKind, DraftStatus
 from workspaces.access import scoped
 from workspaces.roles import Action

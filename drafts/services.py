@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from django.db import connection, transaction
 from django.utils import timezone
 
-from adstudio.batch import Batch, insert_rows
+from adstudio.db.batch import Batch, insert_rows
 from adstudio.refusals import StateConflict
 from adstudio.text import clip_words
 from adstudio.tools import DraftVersions, StagedDraft

@@ -13,8 +13,8 @@ from django.shortcuts import get_object_or_404
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 
-from adstudio.admin_columns import when
-from adstudio.admin_readonly import ReadOnlyAdminMixin
+from adstudio.admin.columns import when
+from adstudio.admin.readonly import ReadOnlyAdminMixin
 from conversations.models import Conversation
 from evaluations import reports
 from evaluations.golden_cases import case_from_conversation, cases_yaml

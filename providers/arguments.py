@@ -14,7 +14,7 @@ from typing import Any
 
 import json_repair
 
-from adstudio.storable import NUL, json_leaves, without_nul
+from adstudio.db.storable import NUL, json_leaves, without_nul
 
 _FENCE = "```"
 

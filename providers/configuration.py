@@ -1,9 +1,12 @@
 """The providers' settings, read from the environment: keys, base URLs, models, routes,
-fallbacks and strict tools. adstudio/settings.py calls these, so a bad value is a start-up
-error naming its variable; the router reads the result from ``django.conf.settings``.
+fallbacks and strict tools. The app reads them at start-up (``ProvidersConfig.ready``,
+through ``from_environment``), so a bad value is a start-up error naming its variable; the
+router reads the result from ``django.conf.settings``.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 from django.core.exceptions import ImproperlyConfigured
 
@@ -26,6 +29,21 @@ DEFAULT_ROUTES = {
     "default": "openai",
 }
 DEFAULT_FALLBACKS = ["openai", "qwen", "kimi", "anthropic"]
+
+
+def from_environment() -> dict[str, Any]:
+    """The settings the router reads, by name, each from its variables; raises
+    ``ImproperlyConfigured`` naming the first variable whose value is bad."""
+    return {
+        # Keys, base URLs and models (an empty base URL or model: the profile's default);
+        # a provider without a key is skipped by the router, and with no key at all the
+        # offline demo director answers.
+        "ADSTUDIO_PROVIDERS": provider_entries("ADSTUDIO_STRICT_TOOLS"),
+        # Language (optionally language:MARKET) -> provider; "default" for every other.
+        "ADSTUDIO_PROVIDER_ROUTES": provider_routes("ADSTUDIO_PROVIDER_ROUTES"),
+        # Tried in order after the routed provider fails (after its retries).
+        "ADSTUDIO_PROVIDER_FALLBACKS": provider_fallbacks("ADSTUDIO_PROVIDER_FALLBACKS"),
+    }
 
 
 def provider_entry(key_env: str, base_url_env: str, model_env: str) -> dict[str, str]:

@@ -12,8 +12,8 @@ from django.urls import path
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
-from adstudio.admin_columns import when
-from adstudio.admin_readonly import ReadOnlyAdminMixin
+from adstudio.admin.columns import when
+from adstudio.admin.readonly import ReadOnlyAdminMixin
 from drafts.models import Ad, Draft
 from renders.models import Render
 from renders.services import render_request

@@ -5,9 +5,9 @@ from __future__ import annotations
 from django.contrib import admin, messages
 from django.utils import timezone
 
-from adstudio.admin_columns import shortened
-from adstudio.admin_json import pretty_json
-from adstudio.admin_search import SearchByIdMixin
+from adstudio.admin.columns import shortened
+from adstudio.admin.json import pretty_json
+from adstudio.admin.search import SearchByIdMixin
 from voices.models import APPROVE_PERMISSION, Voice
 
 

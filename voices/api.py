@@ -18,7 +18,7 @@ from rest_framework.exceptions import ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from adstudio.db import planned_per_query
+from adstudio.db.connection import planned_per_query
 from adstudio.languages import LANGUAGE_SCHEMA, UnknownLanguage
 from adstudio.pagination import PageNumbers
 from adstudio.serializers import QueryParameters

@@ -14,8 +14,8 @@ from typing import Any
 from django.core.exceptions import ValidationError
 from django.core.validators import URLValidator
 
+from adstudio.db.storable import NUL, has_nul, json_leaves
 from adstudio.languages import UnknownLanguage, normalise_language
-from adstudio.storable import NUL, has_nul, json_leaves
 from voices.fields import CATALOGUE_FIELDS
 from voices.models import Gender, Voice
 

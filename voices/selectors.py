@@ -27,7 +27,8 @@ from django.db.models import (
     When,
 )
 
-from adstudio.db import column, columns, from_row, planned_per_query, quote_name
+from adstudio.db.connection import planned_per_query
+from adstudio.db.sql import column, columns, from_row, quote_name
 from adstudio.languages import Language, normalise_language
 from voices.models import SEARCHABLE, Gender, Voice
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from django.contrib import admin, messages
 from django.db.models import Q
 
-from adstudio.admin_readonly import ReadOnlyAdminMixin
+from adstudio.admin.readonly import ReadOnlyAdminMixin
 from adstudio.refusals import Refusal
 from workspaces.access import may, scoped
 from workspaces.invitations import invitation_revoke, invitations_for

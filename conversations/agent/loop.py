@@ -17,7 +17,7 @@ from django.db import InterfaceError, OperationalError
 
 import providers
 from adstudio import observability
-from adstudio.batch import WriteConflict
+from adstudio.db.batch import WriteConflict
 from conversations.agent.state import (
     Answer,
     RunState,

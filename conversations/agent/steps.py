@@ -14,9 +14,9 @@ from django.db import DatabaseError
 
 import providers
 from adstudio import observability
-from adstudio.batch import WriteConflict
-from adstudio.db import release_connection
-from adstudio.storable import without_nul
+from adstudio.db.batch import WriteConflict
+from adstudio.db.connection import release_connection
+from adstudio.db.storable import without_nul
 from adstudio.tools import ToolContext
 from conversations.agent.history import pair_calls_and_results
 from conversations.agent.prompts import FINAL_ANSWER_NUDGE, system_prompt

@@ -19,7 +19,7 @@ from django.db import InterfaceError, OperationalError, transaction
 from pydantic import BaseModel, ValidationError
 
 from adstudio import observability
-from adstudio.batch import BatchMark, WriteConflict
+from adstudio.db.batch import BatchMark, WriteConflict
 from adstudio.tools import Tool, ToolContext, ToolError, ToolResult, WrittenDraft
 from drafts.tools import (
     CREATE_MUSIC_DRAFT,

@@ -11,7 +11,7 @@ import uuid
 from asgiref.sync import sync_to_async
 from django.contrib.auth import get_user_model
 
-from adstudio.db import release_connection
+from adstudio.db.connection import release_connection
 from conversations.events.wakeups import run_wakeups
 from conversations.selectors import runs_for
 

@@ -18,7 +18,7 @@ from enum import StrEnum
 from asgiref.sync import sync_to_async
 from django.db import DatabaseError
 
-from adstudio.db import release_connection
+from adstudio.db.connection import release_connection
 from conversations.events.access import ReaderAccess
 from conversations.events.reads import arun_events_page
 from conversations.events.waits import run_events_page

@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 from django.db.models import F
 
-from adstudio.db import release_connection
+from adstudio.db.connection import release_connection
 from conversations.events.wakeups import run_wakeups
 from conversations.models import Run, RunEvent, RunStatus
 

@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import providers
-from adstudio.batch import Batch, Fence, insert_rows
-from adstudio.db import release_connection
-from adstudio.storable import without_nul
+from adstudio.db.batch import Batch, Fence, insert_rows
+from adstudio.db.connection import release_connection
+from adstudio.db.storable import without_nul
 from adstudio.tools import WrittenDraft
 from conversations.models import (
     Conversation,

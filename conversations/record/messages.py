@@ -12,8 +12,8 @@ from collections.abc import Iterable
 from functools import cache
 from typing import Any
 
-from adstudio.db import column, quote_name
-from adstudio.storable import without_nul
+from adstudio.db.sql import column, quote_name
+from adstudio.db.storable import without_nul
 from conversations.models import Message as MessageRow
 from conversations.models import Role, Run
 from providers import (

@@ -8,7 +8,8 @@ from functools import cache
 
 from django.db import connection, transaction
 
-from adstudio.db import column, columns, now_sql, quote_name, uuid_param
+from adstudio.db.clock import now_sql
+from adstudio.db.sql import column, columns, quote_name, uuid_param
 from conversations.models import Run, RunStatus
 from conversations.runs.enqueue import run_enqueue
 

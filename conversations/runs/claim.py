@@ -14,8 +14,9 @@ from django.conf import settings
 from django.db import InterfaceError, OperationalError, connection, transaction
 
 import providers
-from adstudio.batch import Batch
-from adstudio.db import column, columns, database_now, from_row, prep, quote_name, uuid_param
+from adstudio.db.batch import Batch
+from adstudio.db.clock import database_now
+from adstudio.db.sql import column, columns, from_row, prep, quote_name, uuid_param
 from conversations.models import (
     Conversation,
     Message,

@@ -12,8 +12,9 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from adstudio import observability
-from adstudio.batch import Add, Batch, fenced_writes
-from adstudio.db import column, from_row, now_sql, prep, quote_name, uuid_param
+from adstudio.db.batch import Add, Batch, fenced_writes
+from adstudio.db.clock import now_sql
+from adstudio.db.sql import column, from_row, prep, quote_name, uuid_param
 from conversations.models import Conversation, Message, Run, RunEvent, RunStatus, StopCause
 from conversations.record import log as run_log
 from conversations.record.log import RUN_COUNTERS, EventLog, RunLog

@@ -13,7 +13,7 @@ from functools import cache
 
 from django.db import connection
 
-from adstudio.db import columns, from_row, quote_name, uuid_param
+from adstudio.db.sql import columns, from_row, quote_name, uuid_param
 from conversations.models import Conversation, Run, RunStatus
 from drafts.models import Ad
 

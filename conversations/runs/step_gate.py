@@ -19,7 +19,7 @@ from contextlib import contextmanager
 
 from django.conf import settings
 
-from adstudio.db import release_connection
+from adstudio.db.connection import release_connection
 
 
 class StepGate:

@@ -18,9 +18,9 @@ from django.urls import path, reverse
 from django.utils import timezone
 from django.utils.html import format_html
 
-from adstudio.admin_columns import when
-from adstudio.admin_readonly import ReadOnlyAdminMixin
-from adstudio.admin_search import SearchByIdMixin
+from adstudio.admin.columns import when
+from adstudio.admin.readonly import ReadOnlyAdminMixin
+from adstudio.admin.search import SearchByIdMixin
 from conversations.models import (
     REQUEUE_PERMISSION,
     STATS_PERMISSION,

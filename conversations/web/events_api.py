@@ -28,7 +28,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from adstudio.db import release_connection
+from adstudio.db.connection import release_connection
 from adstudio.stream_slots import AsyncHeldStream, HeldStream, StreamSlot, take_stream_slot
 from conversations.events.access import REVOKED_MESSAGE, ReaderAccess
 from conversations.events.follow import (
@@ -122,7 +122,7 @@ class RunEventsView(APIView):
     ``RunEventStreamView``, as it always has."""
 
     renderer_classes = [JSONRenderer, EventStreamRenderer]
-    waits_in_event_loop = True  # served by the ASGI handler (adstudio.asgi_routing)
+    waits_in_event_loop = True  # served by the ASGI handler (adstudio.asgi.routing)
     holds_streams = True  # a stream or a long poll: counts towards the user's open streams
 
     @extend_schema(
@@ -159,7 +159,7 @@ class RunEventsView(APIView):
         finally:
             slot.give_back()
         if isinstance(happening, End) and happening.error is not None:
-            raise happening.error  # answered 503 (adstudio.db_outage)
+            raise happening.error  # answered 503 (adstudio.db.outage)
         if happening == End(Ending.ACCESS_REVOKED):
             raise NotFound()  # as for anyone else who may not read it
         return Response(long_poll_page(run, after, happening))

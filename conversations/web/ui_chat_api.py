@@ -32,7 +32,7 @@ from rest_framework.request import Request
 from rest_framework.validators import ProhibitSurrogateCharactersValidator
 from rest_framework.views import APIView
 
-from adstudio.db import release_connection
+from adstudio.db.connection import release_connection
 from adstudio.parsers import PayloadTooLarge, SafeJSONParser
 from adstudio.schema import refusal_responses
 from adstudio.serializers import InputSerializer
@@ -158,7 +158,7 @@ def _conversation(
 
 
 class UIChatView(APIView):
-    waits_in_event_loop = True  # served by the ASGI handler (adstudio.asgi_routing)
+    waits_in_event_loop = True  # served by the ASGI handler (adstudio.asgi.routing)
     holds_streams = True  # counts towards the user's open streams (adstudio.schema)
     parser_classes = [ChatHistoryParser]
     renderer_classes = [JSONRenderer]
@@ -257,7 +257,7 @@ CHAT_ID_SCHEMA = {"type": "string", "minLength": 1, "pattern": "^[^/]+$"}
 
 
 class UIChatStreamView(APIView):
-    waits_in_event_loop = True  # served by the ASGI handler (adstudio.asgi_routing)
+    waits_in_event_loop = True  # served by the ASGI handler (adstudio.asgi.routing)
     holds_streams = True  # counts towards the user's open streams (adstudio.schema)
     renderer_classes = [JSONRenderer]
 

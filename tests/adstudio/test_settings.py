@@ -132,17 +132,6 @@ def test_timings_that_cannot_work_are_start_up_errors(env, says):
     assert says in start_up_error(env)
 
 
-@pytest.mark.parametrize(
-    ("value", "says"),
-    [
-        ("anthropic", "strict tools are a chat-completions option (openai, qwen, kimi); anthropic"),
-        ("openai,gemini", "ADSTUDIO_STRICT_TOOLS names unknown provider 'gemini'"),
-    ],
-)
-def test_strict_tools_name_chat_completions_providers_only(value, says):
-    assert says in start_up_error({"ADSTUDIO_STRICT_TOOLS": value})
-
-
 def test_invalid_debug_flag_is_named():
     assert "DEBUG='maybe' is not a boolean" in start_up_error({"DEBUG": "maybe"})
 

@@ -669,7 +669,7 @@ def test_a_conversations_unfinished_runs_are_found_without_the_index_of_all_unfi
     """Each run passes through the partial index of unfinished runs twice; until a vacuum
     its dead entries pile up, and a bitmap scan reads every one of them. The claim and
     the start of the next run look through the conversation's own index instead."""
-    from adstudio.db import uuid_param
+    from adstudio.db.sql import uuid_param
     from conversations.runs.chain import _next_run_sql
     from conversations.runs.finish import run_finish
     from conversations.runs.locks import _lock_sql

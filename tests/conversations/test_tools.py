@@ -138,7 +138,7 @@ def test_rows_a_failed_handler_staged_are_not_written_with_its_error(ctx, monkey
     # In a run, a writing tool stages its draft in the call's batch, written with the
     # result; a handler that fails after staging must leave only its error result.
     import drafts.tools
-    from adstudio.batch import Batch
+    from adstudio.db.batch import Batch
     from conversations.models import Conversation, Message
 
     conversation = Conversation.objects.create(ad=ctx.ad)
@@ -251,7 +251,7 @@ def test_a_length_out_of_range_is_refused_and_the_slot_kept(ctx, seconds):
 
 
 def test_a_staged_length_is_written_only_with_the_calls_result(ctx):
-    from adstudio.batch import Batch
+    from adstudio.db.batch import Batch
     from drafts.models import Ad
 
     batch = Batch()

@@ -8,7 +8,7 @@ import uuid
 import pytest
 from django.db import IntegrityError, connection
 
-from adstudio.batch import Batch, WriteConflict
+from adstudio.db.batch import Batch, WriteConflict
 from drafts.models import Activation, ActivationSource, Draft, DraftStatus
 from drafts.services import DraftNotInAd, LatestVersions, draft_activate, draft_create
 from tests.support.versions import music, sfx, voices

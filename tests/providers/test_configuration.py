@@ -1,12 +1,90 @@
-"""The providers' settings (providers/configuration.py): env parsing and the errors for bad
-values."""
+"""The providers' settings (providers/configuration.py): env parsing, the errors for bad
+values, and the app reading them at start-up (``ProvidersConfig.ready``)."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
+from django.apps import apps
 from django.core.exceptions import ImproperlyConfigured
 
 from providers import configuration
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def start_up(monkeypatch, env: dict[str, str]) -> None:
+    """The providers app's start-up with ``env`` on top of this process's."""
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    apps.get_app_config("providers").ready()
+
+
+@pytest.mark.parametrize(
+    ("env", "says"),
+    [
+        (
+            {"ADSTUDIO_STRICT_TOOLS": "anthropic"},
+            "strict tools are a chat-completions option (openai, qwen, kimi); anthropic",
+        ),
+        (
+            {"ADSTUDIO_STRICT_TOOLS": "openai,gemini"},
+            "ADSTUDIO_STRICT_TOOLS names unknown provider 'gemini'",
+        ),
+        ({"ADSTUDIO_PROVIDER_ROUTES": "th=gemini"}, "ADSTUDIO_PROVIDER_ROUTES names unknown"),
+        ({"ADSTUDIO_PROVIDER_FALLBACKS": "qwen,x"}, "ADSTUDIO_PROVIDER_FALLBACKS names unknown"),
+        ({"MOONSHOT_BASE_URL": "moonshot.ai"}, "MOONSHOT_BASE_URL='moonshot.ai' is not a URL"),
+    ],
+)
+def test_a_bad_variable_stops_the_start_naming_it(monkeypatch, env, says):
+    with pytest.raises(ImproperlyConfigured) as caught:
+        start_up(monkeypatch, env)
+
+    assert says in str(caught.value)
+
+
+def test_the_start_sets_the_routers_settings_from_the_environment(monkeypatch, settings):
+    del settings.ADSTUDIO_PROVIDER_ROUTES
+    del settings.ADSTUDIO_PROVIDERS
+    settings.ADSTUDIO_PROVIDER_FALLBACKS = ["kimi"]  # as a settings module might set it
+
+    start_up(
+        monkeypatch,
+        {
+            "ADSTUDIO_PROVIDER_ROUTES": "th=qwen",
+            "ADSTUDIO_PROVIDER_FALLBACKS": "openai",
+            "ADSTUDIO_KIMI_MODEL": "kimi-k2",
+        },
+    )
+
+    assert settings.ADSTUDIO_PROVIDER_ROUTES == {"th": "qwen", "default": "openai"}
+    assert settings.ADSTUDIO_PROVIDERS["kimi"]["model"] == "kimi-k2"
+    assert settings.ADSTUDIO_PROVIDER_FALLBACKS == ["kimi"]  # the settings' own kept
+
+
+@pytest.mark.slow
+def test_a_bad_variable_is_one_line_and_exit_status_2_under_manage_py():
+    env = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "CELERY_BROKER_URL"}}
+    env["ADSTUDIO_PROVIDER_ROUTES"] = "th=gemini"
+
+    result = subprocess.run(
+        [sys.executable, "manage.py", "check"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+    assert result.returncode == 2
+    assert result.stderr.startswith(
+        "Configuration error: ADSTUDIO_PROVIDER_ROUTES names unknown provider 'gemini'"
+    )
+    assert "Traceback" not in result.stderr
 
 
 def test_routes_from_env_with_markets_and_an_implicit_default(monkeypatch):

@@ -201,7 +201,7 @@ def test_the_provider_sdks_load_in_web_and_worker_processes_not_in_commands():
     command, wsgi, asgi, worker = _sdks_imported_after(
         "pass",
         f"import adstudio.wsgi, threading; {warmed}",
-        f"import adstudio.asgi, threading; {warmed}",
+        f"from adstudio.asgi import application; import threading; {warmed}",
         worker_start,
     )
     assert command == "False False"

@@ -8,7 +8,7 @@ import pytest
 from django.contrib.auth.models import User
 from django.db import connection
 
-from adstudio.db import columns, from_row
+from adstudio.db.sql import columns, from_row
 from conversations.models import Conversation, Run, RunEvent
 from drafts.services import ad_create
 

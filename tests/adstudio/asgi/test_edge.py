@@ -8,8 +8,8 @@ import json
 
 import pytest
 
-from adstudio.asgi_bodies import BoundedBodies
-from adstudio.health import HealthCheckApp
+from adstudio.asgi.bodies import BoundedBodies
+from adstudio.asgi.health import HealthCheckApp
 
 
 def http_scope(path: str, method: str = "GET") -> dict:
@@ -184,6 +184,6 @@ RUN = "7b0d3f4e-1c9a-4f7e-9a51-2d4c8f0e6b11"
     ],
 )
 def test_only_requests_that_follow_a_run_wait_in_the_event_loop(path, waits):
-    from adstudio.asgi_routing import waits_in_event_loop
+    from adstudio.asgi.routing import waits_in_event_loop
 
     assert waits_in_event_loop(path) is waits

@@ -1,10 +1,10 @@
-"""ASGI entry point: the web processes in production
-(``gunicorn adstudio.asgi:application --worker-class uvicorn_worker.UvicornWorker``).
+"""The ASGI application, served as ``adstudio.asgi:application`` (the package hands it
+out when asked).
 
-In front, answered in the event loop: the probes (``adstudio.health``) and the request
-body, read whole and bounded (``adstudio.asgi_bodies``). Then requests that follow a run go
-to Django's ASGI handler and wait without a thread; the others to its WSGI handler, in a
-pool of ``ADSTUDIO_WEB_THREADS`` threads (``adstudio.asgi_routing``).
+In front, answered in the event loop: the probes (``adstudio.asgi.health``) and the
+request body, read whole and bounded (``adstudio.asgi.bodies``). Then requests that follow
+a run go to Django's ASGI handler and wait without a thread; the others to its WSGI
+handler, in a pool of ``ADSTUDIO_WEB_THREADS`` threads (``adstudio.asgi.routing``).
 """
 
 import os
@@ -18,9 +18,9 @@ django_asgi = get_asgi_application()
 
 # After settings are loaded; adstudio.wsgi also loads the provider SDKs, so that no
 # request waits for them.
-from adstudio.asgi_bodies import BoundedBodies  # noqa: E402
-from adstudio.asgi_routing import ByView  # noqa: E402
-from adstudio.health import HealthCheckApp  # noqa: E402
+from adstudio.asgi.bodies import BoundedBodies  # noqa: E402
+from adstudio.asgi.health import HealthCheckApp  # noqa: E402
+from adstudio.asgi.routing import ByView  # noqa: E402
 from adstudio.wsgi import application as django_wsgi  # noqa: E402
 
 application = HealthCheckApp(

@@ -1,68 +1,18 @@
-"""Database helpers shared by the apps: handing a connection back before a long wait,
-statements planned per query, and the pieces of plain SQL (names, parameters, rows read
-back as model instances). A step's writes in one statement are adstudio/batch.py."""
+"""The pieces of plain SQL the apps' hot queries are written with: quoted names and
+columns, parameters, and rows read back as model instances. A step's writes in one
+statement are ``adstudio.db.batch``; the database's clock, ``adstudio.db.clock``."""
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
-from datetime import datetime
+from collections.abc import Sequence
 from functools import cache, lru_cache
 from typing import Any
 
 from django.db import DEFAULT_DB_ALIAS, connection, connections
 from django.db.models import Model, UUIDField
-from django.utils import timezone
 
 _UUID_FIELD = UUIDField()
-
-
-def release_connection() -> None:
-    """Hand this thread's connection back to the pool before a long wait (a model call, a
-    long poll), so waiting threads need few connections, not one each. The next query
-    takes one again. A no-op without a pool or inside a transaction."""
-    if connection.settings_dict.get("OPTIONS", {}).get("pool") and not connection.in_atomic_block:
-        connection.close()
-
-
-@contextmanager
-def planned_per_query() -> Iterator[None]:
-    """Statements run inside are planned for their own parameters, never prepared.
-
-    Connections prepare a statement they have run five times, and PostgreSQL may then
-    use one generic plan for every parameter. That is right for the agent loop's lookups
-    by key, and wrong for a search over skewed data: a plan fit for the average accent
-    walks a whole language for an accent no voice has."""
-    if connection.vendor != "postgresql":
-        yield
-        return
-    connection.ensure_connection()
-    driver = connection.connection
-    threshold = driver.prepare_threshold
-    driver.prepare_threshold = None
-    try:
-        yield
-    finally:
-        driver.prepare_threshold = threshold
-
-
-def database_now() -> datetime:
-    """The database's time now: what leases, heartbeats and a run's times are judged by,
-    whichever host asks, so hosts whose clocks disagree still agree on them. (SQLite, the
-    embedded default, is one host: its clock is the only one.)"""
-    if connection.vendor != "postgresql":
-        return timezone.now()
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT statement_timestamp()")
-        return cursor.fetchone()[0]
-
-
-def now_sql() -> str:
-    """The database's time now, in plain SQL that takes parameters (as Django's ``Now``)."""
-    if connection.vendor == "postgresql":
-        return "statement_timestamp()"
-    return "STRFTIME('%%Y-%%m-%%d %%H:%%M:%%f', 'NOW')"
 
 
 @cache

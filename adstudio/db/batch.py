@@ -19,7 +19,7 @@ from django.db.models import DateField, DateTimeField, Field, Model
 from django.db.models.fields import AutoFieldMixin
 from psycopg.types.json import Jsonb
 
-from adstudio.db import quote_name
+from adstudio.db.sql import quote_name
 
 
 class WriteConflict(IntegrityError):

@@ -11,7 +11,7 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from adstudio.health import CHECK_TIMEOUT
+from adstudio.asgi.health import CHECK_TIMEOUT
 from tests.support.fixtures import PRIVATE_DATABASE
 from tests.support.web import WebServer
 from tests.support.worker import RedisServer

@@ -14,7 +14,7 @@ from django.db import DEFAULT_DB_ALIAS, IntegrityError, connection, connections,
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from adstudio.batch import Add, Batch, WriteConflict, _as_text, _insert_template, _text_columns
+from adstudio.db.batch import Add, Batch, WriteConflict, _as_text, _insert_template, _text_columns
 from conversations.models import Conversation, Message, ModelCall, Role, Run, RunEvent, RunStatus
 from drafts.models import Ad, Draft
 from drafts.services import ad_create
