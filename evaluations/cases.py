@@ -49,7 +49,8 @@ Direction = Literal[
 class VoiceAsk(_Strict):
     """What the brief or a refinement asks of the cast."""
 
-    gender: Literal["female", "male"] | None = None
+    # In search_voices' order: pydantic gives equal Literals one schema, whichever it met first.
+    gender: Literal["male", "female"] | None = None
     # "younger"/"older": than the voice(s) it replaces (a refinement's ask).
     age: Literal["young", "middle aged", "old", "younger", "older"] | None = None
     # A locale such as "en-GB", or a catalogue accent word such as "british".
