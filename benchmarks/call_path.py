@@ -1,15 +1,17 @@
-"""The walk of one chat message from its POST to the draft row: the project's functions on
-the call stack when the draft's INSERT is sent, one line each.
+"""The walk of one chat message from its POST to the draft row, and of that draft's event out
+to a Server-Sent Events client: the project's functions on the call stack when the draft's
+INSERT is sent (or when the ``draft.created`` event is written to the stream), one line each.
 
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/adstudio \\
-        .venv/bin/python -m benchmarks.call_path [--path rest|ui] [--quiet]
+        .venv/bin/python -m benchmarks.call_path [--path rest|ui|sse] [--quiet]
 
 The embedded set-up (no broker: the run's task executes in the process that enqueues it;
 no provider key: the offline demo director) makes the web half and the worker half one
 stack: the view, the chat-send service, the enqueue, the task, the loop, the tool, the
 write. The sample catalogue is imported when the database has no Thai voice; a new ad is
 created through the API, then one chat message is posted to it
-(``rest``: ``POST /api/ads/{id}/chat``; ``ui``: ``POST /api/ads/{id}/ui-chat``). Prints
+(``rest``: ``POST /api/ads/{id}/chat``; ``ui``: ``POST /api/ads/{id}/ui-chat``; ``sse``: the
+REST chat, then ``GET /api/runs/{id}/events/stream`` until its draft event). Prints
 the frames (file, line, function) from the outermost project frame in, then three counts:
 hops (project frames on the stack), files (distinct modules among them) and round trips
 (times the walk comes back to a module it had left).
@@ -80,6 +82,8 @@ def walk(path: str) -> list[traceback.FrameSummary]:
             seen.append(traceback.extract_stack())
         return execute(sql, params, many, context)
 
+    if path == "sse":
+        return _event_out(client, ad_id)
     with connection.execute_wrapper(capture):
         if path == "rest":
             response = client.post(
@@ -100,9 +104,36 @@ def walk(path: str) -> list[traceback.FrameSummary]:
     return product_frames(seen[0])
 
 
+def _event_out(client, ad_id: str) -> list[traceback.FrameSummary]:
+    """The stack that writes the run's first ``draft.created`` event to its SSE stream."""
+    from conversations.web import events_api
+
+    posted = client.post(f"/api/ads/{ad_id}/chat", {"message": "Make the ad."}, format="json")
+    assert posted.status_code == 202, posted.content
+    seen: list[traceback.StackSummary] = []
+    said = events_api.server_sent
+
+    def server_sent(event):
+        if not seen and event.type == "draft.created":
+            seen.append(traceback.extract_stack())
+        return said(event)
+
+    events_api.server_sent = server_sent
+    try:
+        stream = client.get(
+            f"/api/runs/{posted.json()['runId']}/events/stream", HTTP_ACCEPT="text/event-stream"
+        )
+        b"".join(stream.streaming_content)
+    finally:
+        events_api.server_sent = said
+    if not seen:
+        raise SystemExit("the stream sent no draft event")
+    return product_frames(seen[0])
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--path", choices=["rest", "ui"], default="rest")
+    parser.add_argument("--path", choices=["rest", "ui", "sse"], default="rest")
     parser.add_argument("--quiet", action="store_true", help="print the counts only")
     args = parser.parse_args()
     keys = ("OPENAI_API_KEY", "DASHSCOPE_API_KEY", "MOONSHOT_API_KEY", "ANTHROPIC_API_KEY")
