@@ -62,9 +62,10 @@ QUICK = False
 
 def slow(seconds: float, once: bool = False) -> str:
     """The context that has each of the model's replies take ``seconds`` (shortened with
-    the stale limit in a quick rehearsal); ``once``: only each turn's first."""
+    the stale limit in a quick rehearsal); ``once``: only the first reply, the first time
+    it is asked (not again for the worker that takes the run over)."""
     scaled = seconds * QUICK_SCALE if QUICK else seconds
-    return f"[slow {scaled:g}{' once' if once else ''}]"
+    return f"[slow {scaled:g}{f' once {uuid.uuid4().hex}' if once else ''}]"
 
 
 def time_bar(name: str) -> float:
@@ -615,6 +616,12 @@ def check_partition(stack: Stack, api: Api) -> tuple[bool, str]:
         what="the run to be taken over",
     )
     stack.network.heal("worker1")  # it comes back believing it holds the run
+    log = stack.processes["worker1"]
+    stopped = wait_until(
+        lambda: log.log_has(f"run {run_id} was taken over by another worker"),
+        timeout=60,
+        what="the partitioned worker to find its run taken over",
+    )
     finished = api.finished(started["runId"], timeout=180)
     drafts = query(
         "SELECT kind, version FROM drafts_draft WHERE ad_id = %s ORDER BY 1, 2",
@@ -626,8 +633,9 @@ def check_partition(stack: Stack, api: Api) -> tuple[bool, str]:
     )[0][0]
     passed = finished["status"] == "succeeded" and drafts == [("music", 1)] and finishes == 1
     return passed, (
-        f"partitioned worker's run taken over after {taken:.1f} s; healed: "
-        f"{finished['status']}, drafts {drafts}, {finishes} run.finished"
+        f"partitioned worker's run taken over after {taken:.1f} s; healed, it stopped "
+        f"{stopped:.1f} s later on finding that; {finished['status']}, drafts {drafts}, "
+        f"{finishes} run.finished"
     )
 
 
