@@ -16,6 +16,7 @@ from django.db.models import Max
 
 from conversations.events.waits import run_wait
 from conversations.models import Message, Role, Run, RunStatus
+from conversations.run_request import RunRequest
 from conversations.services import chat_message_send, start_generation
 from drafts.api import BriefSerializer
 from drafts.models import Ad, Draft
@@ -46,7 +47,8 @@ def run_case(inputs: CaseInput, setup: CaseSetup) -> AdOutcome:
         raise CaseFailed(f"the API refuses the brief: {serializer.errors}")
     ad = ad_create(owner=setup.owner, workspace=setup.workspace, **serializer.validated_data)
     first = _finished(
-        start_generation(ad=ad, provider=setup.provider, requested_by=setup.owner), setup
+        start_generation(request=RunRequest(user=setup.owner, ad=ad, provider=setup.provider)),
+        setup,
     )
     runs = [first]
     first_drafts = _latest_payloads(ad)
@@ -54,7 +56,12 @@ def run_case(inputs: CaseInput, setup: CaseSetup) -> AdOutcome:
     first_duration_s = ad.duration_s
     if inputs.refinement is not None and first.status == RunStatus.SUCCEEDED:
         refinement = chat_message_send(
-            ad=ad, conversation=first.conversation, text=inputs.refinement.message, user=setup.owner
+            request=RunRequest(
+                user=setup.owner,
+                ad=ad,
+                conversation=first.conversation,
+                text=inputs.refinement.message,
+            )
         )
         runs.append(_finished(refinement, setup))
     drafts = _latest_payloads(ad)

@@ -11,6 +11,7 @@ from contextlib import contextmanager
 import pytest
 from playwright.sync_api import Page, expect
 
+from conversations.run_request import RunRequest
 from conversations.services import start_generation
 from drafts.reviewers import REVIEWERS
 from drafts.services import draft_create
@@ -79,7 +80,7 @@ def injected_conversation(fake_providers, make_ad):
         turn(tool_calls=[call("create_music_draft", {"prompt": TOOL_SCRIPT})]),
         turn(REPLY_IMG),
     )
-    run = run_of(start_generation(ad=ad))
+    run = run_of(start_generation(request=RunRequest(ad=ad)))
     assert run.status == "succeeded", run.error_message
     return run.conversation
 

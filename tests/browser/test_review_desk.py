@@ -10,6 +10,7 @@ import pytest
 from django.utils import timezone
 
 from conversations.models import Conversation, Run, RunEvent
+from conversations.run_request import RunRequest
 from conversations.services import send_message, start_generation
 from drafts.models import Activation, Draft
 from drafts.reviewers import REVIEWERS
@@ -41,8 +42,12 @@ def conversation(fake_providers, make_ad, make_voice):
         turn(tool_calls=[call("create_music_draft", {"prompt": "upbeat pop, 120 bpm"})]),
         turn("Music v2 is more upbeat, at 120 bpm."),
     )
-    generation = run_of(start_generation(ad=ad))
-    chat = run_of(send_message(conversation=generation.conversation, text="more upbeat music"))
+    generation = run_of(start_generation(request=RunRequest(ad=ad)))
+    chat = run_of(
+        send_message(
+            request=RunRequest(conversation=generation.conversation, text="more upbeat music")
+        )
+    )
     assert (generation.status, chat.status) == ("succeeded", "succeeded")
     return chat.conversation
 

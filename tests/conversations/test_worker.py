@@ -7,6 +7,7 @@ import pytest
 from django.db.models import Count
 
 from conversations.models import Conversation, Message, ModelCall, RunEvent
+from conversations.run_request import RunRequest
 from conversations.services import send_message, start_generation
 from drafts.models import Draft
 from testbed.fake_openai import call, turn
@@ -32,7 +33,10 @@ def test_a_worker_answers_turns_of_one_conversation_in_order(worker, fake_openai
     fake_openai.script(turn("first", delay=0.5), turn("second"), turn("third"))
     conversation = Conversation.objects.create(ad=ad)
 
-    runs = [send_message(conversation=conversation, text=t) for t in ("one", "two", "three")]
+    runs = [
+        send_message(request=RunRequest(conversation=conversation, text=t))
+        for t in ("one", "two", "three")
+    ]
 
     for run in runs:
         run_finished(run)
@@ -53,7 +57,7 @@ def test_a_run_survives_its_worker_being_killed_mid_model_call(worker, fake_open
         turn(tool_calls=[call("create_music_draft", {"prompt": "warm acoustic pop"})]),
         turn("Music v1 is ready."),
     )
-    run = start_generation(ad=ad)
+    run = start_generation(request=RunRequest(ad=ad))
     fake_openai.wait_for_requests(1)
     run.refresh_from_db()
     assert run.status == "running"
@@ -111,7 +115,7 @@ def test_a_dead_workers_run_is_resumed_by_a_live_worker_with_nothing_restarted(
         turn("never delivered", delay=30.0),  # its worker dies while waiting on this
         turn("Resumed."),
     )
-    run = start_generation(ad=ad)
+    run = start_generation(request=RunRequest(ad=ad))
     fake_openai.wait_for_requests(1)  # the only worker has it
     survivor = WorkerProcess(
         log_dir=tmp_path,

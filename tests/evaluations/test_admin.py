@@ -114,14 +114,17 @@ def test_a_run_exports_as_csv_and_json(client, evaluator, runs):
 def test_a_conversation_becomes_a_golden_case_once_its_direction_is_said(
     client, evaluator, make_ad, tmp_path, django_user_model
 ):
+    from conversations.run_request import RunRequest
     from conversations.services import send_message, start_generation
     from drafts.services import draft_create
     from evaluations.datasets import InvalidGoldenSet, golden_set
     from tests.support.versions import music
 
     ad = make_ad(title="Family plan", language="th", market="TH", duration_s=30)
-    first = start_generation(ad=ad)
-    second = send_message(conversation=first.conversation, text="Make the music calmer")
+    first = start_generation(request=RunRequest(ad=ad))
+    second = send_message(
+        request=RunRequest(conversation=first.conversation, text="Make the music calmer")
+    )
     draft_create(ad=ad, version=music("calm piano"), run_id=second.pk, tool_call_id="1:c")
     client.force_login(evaluator)
     url = f"/admin/evaluations/evaluationrun/golden-case/?conversation={first.conversation_id}"

@@ -76,10 +76,11 @@ def start_generation(env: dict[str, str]) -> str:
     code = (
         "import uuid; from django.contrib.auth.models import User; "
         "from drafts.services import ad_create; "
+        "from conversations.run_request import RunRequest; "
         "from conversations.services import start_generation; "
         "owner = User.objects.create(username=uuid.uuid4().hex); "
         "ad = ad_create(owner=owner, client='Spotify Premium family plan', language='en'); "
-        "print(start_generation(ad=ad).pk)"
+        "print(start_generation(request=RunRequest(ad=ad)).pk)"
     )
     return manage("shell", "--no-imports", "-c", code, env=env).strip()
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from conversations.models import Message, ModelCall, Run, RunEvent
+from conversations.run_request import RunRequest
 from conversations.runs.recover import runs_recover
 from conversations.services import send_message, start_generation
 from testbed.fake_openai import turn
@@ -45,8 +46,10 @@ def test_a_run_that_kills_its_worker_every_time_ends_failed(worker, fake_openai,
         turn("The calmer version is ready."),  # the conversation's next message
     )
     ad = make_ad(language="en")
-    run = start_generation(ad=ad)
-    following = send_message(conversation=run.conversation, text="make it calmer")
+    run = start_generation(request=RunRequest(ad=ad))
+    following = send_message(
+        request=RunRequest(conversation=run.conversation, text="make it calmer")
+    )
     fake_openai.wait_for_requests(1)  # attempt 1's
 
     kill_and_recover(worker, run)
