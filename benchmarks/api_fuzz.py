@@ -82,7 +82,7 @@ class Objects:
 
     def __init__(self, user) -> None:
         from conversations.run_request import RunRequest
-        from conversations.services import send_message, start_generation
+        from conversations.services import brief_send, send_message
         from drafts.models import Draft
         from drafts.services import ad_create
         from voices.models import Voice
@@ -91,7 +91,7 @@ class Objects:
         self.ad = ad_create(
             owner=user, client="Spotify Premium family plan", language="th", duration_s=30
         )
-        run = start_generation(request=RunRequest(ad=self.ad))  # runs in-process: no broker
+        run = brief_send(request=RunRequest(ad=self.ad))  # runs in-process: no broker
         self.conversation = run.conversation
         follow_up = send_message(
             request=RunRequest(conversation=self.conversation, text="Make it more upbeat.")

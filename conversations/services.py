@@ -54,10 +54,11 @@ def conversation_of(*, ad: Ad, provider: str | None = None) -> Conversation:
     return conversation
 
 
-def start_generation(*, request: RunRequest) -> Run:
-    """Queue a turn with the brief as its user message (``request.text`` after it): the
-    first turn of the ad's conversation, or the next one when it has one
-    (``conversation_of``).
+def brief_send(*, request: RunRequest) -> Run:
+    """The ad's brief sent to the director as a user turn (``request.text`` after it),
+    queued: the first turn of the ad's conversation, or the next one when it has one
+    (``conversation_of``). What generate (``ad_generate``), a chat's first message
+    (``chat_message_send``), the terminal chat and the evaluations start a run with.
 
     With ``request.conversation`` the brief is sent into that (existing) conversation.
     An explicitly requested provider must be configured (``ProviderUnavailable``).
@@ -80,14 +81,15 @@ def start_generation(*, request: RunRequest) -> Run:
         )
 
 
-def generation_start(
+def ad_generate(
     *, request: RunRequest, brief: dict, workspace: Workspace | None = None
 ) -> tuple[Run, bool]:
     """Generate an ad from a brief, as the API's generate does, once per idempotency key
     (``run_once_per_key``): ``request.ad`` updated with the brief fields given (a new ad
-    of ``request.user``'s in ``workspace`` when None), then its generation queued, in one
-    transaction: the brief is saved with its run, or neither is. Whether the user may is
-    the caller's check (``workspaces.access``). Returns ``(run, created)``."""
+    of ``request.user``'s in ``workspace`` when None), then its brief sent
+    (``brief_send``), in one transaction: the brief is saved with its run, or neither
+    is. Whether the user may is the caller's check (``workspaces.access``). Returns
+    ``(run, created)``."""
 
     def start() -> Run:
         with transaction.atomic():
@@ -95,7 +97,7 @@ def generation_start(
                 target = ad_update(ad=request.ad, **brief)
             else:
                 target = ad_create(owner=request.user, workspace=workspace, **brief)
-            return start_generation(request=replace(request, ad=target))
+            return brief_send(request=replace(request, ad=target))
 
     return run_once_per_key(request=request, start=start)
 
@@ -106,7 +108,7 @@ def chat_message_send(*, request: RunRequest) -> Run:
     none yet. An archived ad takes no message (``AdArchived``)."""
     ad_writable(_ad_of(request))
     if request.conversation is None:
-        return start_generation(request=request)
+        return brief_send(request=request)
     return send_message(request=request)
 
 

@@ -17,7 +17,7 @@ from django.db.models import Max
 from conversations.events.waits import run_wait
 from conversations.models import Message, Role, Run, RunStatus
 from conversations.run_request import RunRequest
-from conversations.services import chat_message_send, start_generation
+from conversations.services import brief_send, chat_message_send
 from drafts.api import BriefSerializer
 from drafts.models import Ad, Draft
 from drafts.services import ad_create
@@ -47,7 +47,7 @@ def run_case(inputs: CaseInput, setup: CaseSetup) -> AdOutcome:
         raise CaseFailed(f"the API refuses the brief: {serializer.errors}")
     ad = ad_create(owner=setup.owner, workspace=setup.workspace, **serializer.validated_data)
     first = _finished(
-        start_generation(request=RunRequest(user=setup.owner, ad=ad, provider=setup.provider)),
+        brief_send(request=RunRequest(user=setup.owner, ad=ad, provider=setup.provider)),
         setup,
     )
     runs = [first]

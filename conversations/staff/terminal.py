@@ -22,7 +22,7 @@ from adstudio.text import clip_words
 from conversations.models import Conversation, Run, RunEvent, RunEventType, RunStatus
 from conversations.run_request import RunRequest
 from conversations.selectors import conversation_latest, run_drafts
-from conversations.services import send_message, start_generation
+from conversations.services import brief_send, send_message
 from drafts.models import ActivationSource, Ad, DraftKind
 from drafts.selectors import draft_state, drafts_for
 from drafts.services import AdArchived, draft_activate
@@ -155,7 +155,7 @@ class ChatSession:
             return
         if not self._allowed(Action.CHAT, "generate drafts for this ad"):
             return
-        run = start_generation(request=RunRequest(user=self.user, ad=self.ad, provider=provider))
+        run = brief_send(request=RunRequest(user=self.user, ad=self.ad, provider=provider))
         self.out.write(f"Ad {self.ad.pk}: generating drafts from the brief ...")
         run = self.follow(run)
         self.conversation = run.conversation

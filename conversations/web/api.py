@@ -45,8 +45,8 @@ from conversations.selectors import (
 )
 from conversations.services import (
     IdempotencyKeyReused,
+    ad_generate,
     chat_send,
-    generation_start,
     run_audited_as_superuser,
     run_cancel,
 )
@@ -300,7 +300,7 @@ class GenerateView(_RunStartView):
             idempotency_fingerprint=fingerprint,
         )
         try:
-            run, _created = generation_start(
+            run, _created = ad_generate(
                 request=run_request, brief=values.get("brief") or {}, workspace=workspace
             )
         except IdempotencyKeyReused as exc:

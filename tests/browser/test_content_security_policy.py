@@ -12,7 +12,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from conversations.run_request import RunRequest
-from conversations.services import start_generation
+from conversations.services import brief_send
 from drafts.reviewers import REVIEWERS
 from drafts.services import draft_create
 from providers.demo_lines import LINES
@@ -80,7 +80,7 @@ def injected_conversation(fake_providers, make_ad):
         turn(tool_calls=[call("create_music_draft", {"prompt": TOOL_SCRIPT})]),
         turn(REPLY_IMG),
     )
-    run = run_of(start_generation(request=RunRequest(ad=ad)))
+    run = run_of(brief_send(request=RunRequest(ad=ad)))
     assert run.status == "succeeded", run.error_message
     return run.conversation
 

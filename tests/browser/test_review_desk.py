@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from conversations.models import Conversation, Run, RunEvent
 from conversations.run_request import RunRequest
-from conversations.services import send_message, start_generation
+from conversations.services import brief_send, send_message
 from drafts.models import Activation, Draft
 from drafts.reviewers import REVIEWERS
 from drafts.services import draft_activate, draft_create
@@ -42,7 +42,7 @@ def conversation(fake_providers, make_ad, make_voice):
         turn(tool_calls=[call("create_music_draft", {"prompt": "upbeat pop, 120 bpm"})]),
         turn("Music v2 is more upbeat, at 120 bpm."),
     )
-    generation = run_of(start_generation(request=RunRequest(ad=ad)))
+    generation = run_of(brief_send(request=RunRequest(ad=ad)))
     chat = run_of(
         send_message(
             request=RunRequest(conversation=generation.conversation, text="more upbeat music")

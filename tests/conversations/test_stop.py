@@ -10,7 +10,7 @@ import pytest
 
 from conversations.models import Message, ModelCall, Run, RunEvent
 from conversations.run_request import RunRequest
-from conversations.services import run_cancel, start_generation
+from conversations.services import brief_send, run_cancel
 from drafts.models import Draft
 from testbed.fake_openai import TEST_API_KEY, call, turn
 from tests.support.worker import run_finished
@@ -46,7 +46,7 @@ def test_a_cancel_ends_a_streaming_reply_at_once_and_keeps_its_text(worker, fake
             pause=30.0,
         )
     )
-    run = start_generation(request=RunRequest(ad=ad))
+    run = brief_send(request=RunRequest(ad=ad))
     fake_openai.wait_for_requests(1)
     time.sleep(0.5)  # the first chunks are read; the rest is 30 s away
 
@@ -94,7 +94,7 @@ def test_a_cancel_ends_the_wait_for_a_reply_not_streamed_at_once(worker, fake_op
     fake_openai.script(
         turn(tool_calls=[call("create_music_draft", {"prompt": "warm acoustic pop"})], delay=30.0)
     )
-    run = start_generation(request=RunRequest(ad=ad))
+    run = brief_send(request=RunRequest(ad=ad))
     fake_openai.wait_for_requests(1)
     assert not fake_openai.requests[0].get("stream")  # the reply comes whole, or not at all
 
@@ -124,7 +124,7 @@ def test_a_cancel_accepted_before_a_step_is_written_keeps_its_draft_out(
             pause=2.0,
         )
     )
-    run = start_generation(request=RunRequest(ad=ad))
+    run = brief_send(request=RunRequest(ad=ad))
     fake_openai.wait_for_requests(1)
     # Accepted while the reply is still on its way, told to no one.
     assert Run.objects.filter(pk=run.pk, status="running").update(cancel_requested=True) == 1
@@ -140,7 +140,7 @@ def test_a_cancel_ends_the_wait_for_a_streams_first_token_at_once(worker, fake_o
     """A streamed reply whose provider sends nothing for 30 s (not even its headers)."""
     ad = make_ad(language="en")
     fake_openai.script(turn("A warm family spot.", delay=30.0))
-    run = start_generation(request=RunRequest(ad=ad))
+    run = brief_send(request=RunRequest(ad=ad))
     fake_openai.wait_for_requests(1)
     assert fake_openai.requests[0].get("stream") is True
 

@@ -20,10 +20,10 @@ from conversations.models import Conversation, Run, RunEvent
 from conversations.run_request import RunRequest
 from conversations.services import (
     NothingToRegenerate,
+    brief_send,
     chat_regenerate,
     run_cancel,
     send_message,
-    start_generation,
 )
 from conversations.web.ui_types import ModelMessagePage, UIMessagePage
 from drafts.models import Draft
@@ -60,7 +60,7 @@ def conversation(fake_providers, en_ad, voices):
         turn(tool_calls=[call("create_music_draft", {"prompt": "upbeat pop"})]),
         turn("Music v2 is more upbeat."),
     )
-    run = start_generation(request=RunRequest(ad=en_ad))
+    run = brief_send(request=RunRequest(ad=en_ad))
     send_message(request=RunRequest(conversation=run.conversation, text="Use voice 999"))
     send_message(
         request=RunRequest(conversation=run.conversation, text="Make the music more upbeat")
@@ -163,7 +163,7 @@ def _user_turns(api, conversation) -> tuple[list[str], list[str]]:
 
 def test_a_generation_is_the_same_user_turn_in_both_histories(api, fake_providers, en_ad):
     fake_providers.script(turn("Here is a first idea."))
-    run = start_generation(request=RunRequest(ad=en_ad))  # the brief, and no message of anyone's
+    run = brief_send(request=RunRequest(ad=en_ad))  # the brief, and no message of anyone's
 
     ui, model = _user_turns(api, run.conversation)
 

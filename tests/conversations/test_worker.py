@@ -8,7 +8,7 @@ from django.db.models import Count
 
 from conversations.models import Conversation, Message, ModelCall, RunEvent
 from conversations.run_request import RunRequest
-from conversations.services import send_message, start_generation
+from conversations.services import brief_send, send_message
 from drafts.models import Draft
 from testbed.fake_openai import call, turn
 from tests.support.fixtures import STALE_AFTER
@@ -57,7 +57,7 @@ def test_a_run_survives_its_worker_being_killed_mid_model_call(worker, fake_open
         turn(tool_calls=[call("create_music_draft", {"prompt": "warm acoustic pop"})]),
         turn("Music v1 is ready."),
     )
-    run = start_generation(request=RunRequest(ad=ad))
+    run = brief_send(request=RunRequest(ad=ad))
     fake_openai.wait_for_requests(1)
     run.refresh_from_db()
     assert run.status == "running"
@@ -115,7 +115,7 @@ def test_a_dead_workers_run_is_resumed_by_a_live_worker_with_nothing_restarted(
         turn("never delivered", delay=30.0),  # its worker dies while waiting on this
         turn("Resumed."),
     )
-    run = start_generation(request=RunRequest(ad=ad))
+    run = brief_send(request=RunRequest(ad=ad))
     fake_openai.wait_for_requests(1)  # the only worker has it
     survivor = WorkerProcess(
         log_dir=tmp_path,

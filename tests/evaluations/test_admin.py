@@ -115,13 +115,13 @@ def test_a_conversation_becomes_a_golden_case_once_its_direction_is_said(
     client, evaluator, make_ad, tmp_path, django_user_model
 ):
     from conversations.run_request import RunRequest
-    from conversations.services import send_message, start_generation
+    from conversations.services import brief_send, send_message
     from drafts.services import draft_create
     from evaluations.datasets import InvalidGoldenSet, golden_set
     from tests.support.versions import music
 
     ad = make_ad(title="Family plan", language="th", market="TH", duration_s=30)
-    first = start_generation(request=RunRequest(ad=ad))
+    first = brief_send(request=RunRequest(ad=ad))
     second = send_message(
         request=RunRequest(conversation=first.conversation, text="Make the music calmer")
     )

@@ -12,7 +12,7 @@ import pytest
 from conversations.models import RunEvent
 from conversations.run_request import RunRequest
 from conversations.runs.recover import runs_recover
-from conversations.services import start_generation
+from conversations.services import brief_send
 from testbed.fake_openai import turn
 from tests.support.worker import run_finished
 
@@ -43,7 +43,7 @@ def test_a_worker_a_minute_behind_keeps_its_run_and_its_times_stay_in_order(
     assert "-60s" in worker.env["FAKETIME"]
     settings.ADSTUDIO_RUN_STALE_AFTER = 8  # this host's sweeps judge as the worker's do
     fake_openai.script(turn("A warm family spot.", delay=12.0))  # past the stale limit
-    run = start_generation(request=RunRequest(ad=make_ad(language="en")))
+    run = brief_send(request=RunRequest(ad=make_ad(language="en")))
     fake_openai.wait_for_requests(1)
 
     taken_back = []

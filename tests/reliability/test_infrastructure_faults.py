@@ -28,7 +28,7 @@ from conversations.models import Conversation, Message, ModelCall, Run, RunEvent
 from conversations.run_request import RunRequest
 from conversations.runs.enqueue import ENQUEUE_FAILED
 from conversations.runs.recover import runs_recover
-from conversations.services import conversation_of, send_message, start_generation
+from conversations.services import brief_send, conversation_of, send_message
 from conversations.tasks import recover_runs
 from drafts.models import Draft
 from testbed.fake_openai import Turn, call, turn
@@ -180,7 +180,7 @@ def test_killed_while_writing_the_draft_and_its_tool_message(worker, fake_openai
         turn("Music v1 is ready."),
     )
     conversation = conversation_of(ad=ad)
-    run = start_generation(request=RunRequest(ad=ad, conversation=conversation))
+    run = brief_send(request=RunRequest(ad=ad, conversation=conversation))
     fake_openai.wait_for_requests(1)  # the first model request
 
     with lock_holder() as holder:
@@ -245,7 +245,7 @@ def test_a_connection_lost_in_the_middle_of_a_step_resumes_the_run(worker, fake_
         turn("Music v1 is ready."),
     )
     conversation = conversation_of(ad=ad)
-    run = start_generation(request=RunRequest(ad=ad, conversation=conversation))
+    run = brief_send(request=RunRequest(ad=ad, conversation=conversation))
 
     with lock_holder() as holder:
         holder.execute(  # as above: the worker's write of message #3 waits for us
@@ -289,7 +289,7 @@ def test_killed_while_writing_the_answer_and_the_run_s_end(worker, fake_openai, 
         turn(tool_calls=[call("create_music_draft", {"prompt": "warm acoustic pop"})]),
         turn("Music v1 is ready.", delay=1.0),
     )
-    run = start_generation(request=RunRequest(ad=ad))
+    run = brief_send(request=RunRequest(ad=ad))
     fake_openai.wait_for_requests(2)  # the final model request
 
     with lock_holder() as holder:
@@ -449,7 +449,7 @@ def test_a_worker_recovers_its_database_connections(worker, fake_openai, make_ad
         return turn(tool_calls=[call("create_music_draft", {"prompt": "warm acoustic pop"})])
 
     fake_openai.responder = turn_during_restart
-    run = start_generation(request=RunRequest(ad=ad))
+    run = brief_send(request=RunRequest(ad=ad))
     fake_openai.wait_for_requests(1)  # the first model request
     survivors = stored([run.conversation])
 

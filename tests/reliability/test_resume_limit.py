@@ -9,7 +9,7 @@ import pytest
 from conversations.models import Message, ModelCall, Run, RunEvent
 from conversations.run_request import RunRequest
 from conversations.runs.recover import runs_recover
-from conversations.services import send_message, start_generation
+from conversations.services import brief_send, send_message
 from testbed.fake_openai import turn
 from tests.support.fixtures import STALE_AFTER
 from tests.support.worker import heartbeat_stale, run_finished, wait_for
@@ -46,7 +46,7 @@ def test_a_run_that_kills_its_worker_every_time_ends_failed(worker, fake_openai,
         turn("The calmer version is ready."),  # the conversation's next message
     )
     ad = make_ad(language="en")
-    run = start_generation(request=RunRequest(ad=ad))
+    run = brief_send(request=RunRequest(ad=ad))
     following = send_message(
         request=RunRequest(conversation=run.conversation, text="make it calmer")
     )

@@ -207,10 +207,10 @@ def test_a_workers_metrics_reach_the_web_through_the_multiprocess_directory(
     as a web process of the same host, reads them all at the scrape."""
     settings.PROMETHEUS_MULTIPROC_DIR = str(worker_metrics_dir(tmp_path))
     from conversations.run_request import RunRequest
-    from conversations.services import start_generation
+    from conversations.services import brief_send
 
     fake_openai.script(turn("Done.", usage=USAGE[0]))
-    run = run_finished(start_generation(request=RunRequest(ad=make_ad(language="en"))))
+    run = run_finished(brief_send(request=RunRequest(ad=make_ad(language="en"))))
     assert run.status == "succeeded"
     finished = {"provider": "openai", "status": "succeeded"}
 

@@ -21,7 +21,7 @@ from accounts.services import token_create
 from adstudio.observability import current_trace_id, hooks, switch, tracing
 from conversations.models import Run
 from conversations.run_request import RunRequest
-from conversations.services import start_generation
+from conversations.services import brief_send
 from testbed.fake_openai import TEST_API_KEY, call, turn
 from tests.support.fixtures import STALE_AFTER
 from tests.support.otlp import SpanRecord
@@ -247,12 +247,12 @@ def test_content_is_recorded_only_when_the_setting_says_so(
 
     fake_providers.script(*script)
     traced = tracing_on()
-    start_generation(request=RunRequest(ad=make_ad(language="en", title="plain")))
+    brief_send(request=RunRequest(ad=make_ad(language="en", title="plain")))
     plain = traced.spans()
     tracing.uninstall()
     fake_providers.script(*script)
     traced = tracing_on(content=True)
-    start_generation(request=RunRequest(ad=make_ad(language="en", title="with content")))
+    brief_send(request=RunRequest(ad=make_ad(language="en", title="with content")))
     with_content = traced.spans()
 
     def content(spans):
@@ -292,7 +292,7 @@ def test_with_tracing_off_the_hooks_do_nothing(fake_providers, make_ad, make_voi
     assert not switch.on and switch.tracer is None
     make_voice(language="en")
     fake_providers.script(turn("Done."))
-    run = start_generation(request=RunRequest(ad=make_ad(language="en")))
+    run = brief_send(request=RunRequest(ad=make_ad(language="en")))
     run.refresh_from_db()
     assert run.status == "succeeded"
     assert Run.objects.get(pk=run.pk).trace_context == ""  # no UPDATE was made
