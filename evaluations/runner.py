@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from django.db.models import Max
 
 from conversations.events.waits import run_wait
-from conversations.models import Message, Role, Run, RunStatus
+from conversations.models import Message, MessageRole, Run, RunStatus
 from conversations.run_request import RunRequest
 from conversations.services import brief_send, chat_message_send
 from drafts.api import BriefSerializer
@@ -134,14 +134,14 @@ def _turn(run: Run) -> TurnOutcome:
     for role, tool_calls, is_error, text in Message.objects.filter(run=run).values_list(
         "role", "tool_calls", "is_error", "text"
     ):
-        if role == Role.ASSISTANT:
+        if role == MessageRole.ASSISTANT:
             calls += len(tool_calls or [])
             repairs += sum(
                 bool(c.get("repaired") or c.get("parse_error")) for c in tool_calls or []
             )
-        elif role == Role.TOOL and is_error and _found_nothing(text):
+        elif role == MessageRole.TOOL and is_error and _found_nothing(text):
             empty_searches += 1
-        elif role == Role.TOOL and is_error:
+        elif role == MessageRole.TOOL and is_error:
             errors += 1
     waited = (run.finished_at - run.created_at).total_seconds() if run.finished_at else 0.0
     return TurnOutcome(

@@ -15,7 +15,7 @@ from django.contrib.auth.models import Permission
 from conversations.models import Conversation
 from tests.evaluations.runs import before_and_after
 from workspaces.models import Membership, Workspace
-from workspaces.roles import Role
+from workspaces.roles import MemberRole
 
 pytestmark = pytest.mark.django_db
 
@@ -32,7 +32,7 @@ def runs(make_ad, evaluator):
     """Two runs whose cases' ads are in a workspace the evaluator views (runs of other
     workspaces: tests/evaluations/test_admin_scoping.py)."""
     workspace = Workspace.objects.create(name="Evaluations")
-    Membership.objects.create(workspace=workspace, user=evaluator, role=Role.VIEWER)
+    Membership.objects.create(workspace=workspace, user=evaluator, role=MemberRole.VIEWER)
     conversations = {
         name: Conversation.objects.create(ad=make_ad(workspace=workspace, title=name))
         for name in ("th-30", "de-15")
@@ -130,7 +130,7 @@ def test_a_conversation_becomes_a_golden_case_once_its_direction_is_said(
     url = f"/admin/evaluations/evaluationrun/golden-case/?conversation={first.conversation_id}"
 
     assert "No conversation" in client.get(url).content.decode()  # not in her workspace
-    Membership.objects.create(workspace=ad.workspace, user=evaluator, role=Role.VIEWER)
+    Membership.objects.create(workspace=ad.workspace, user=evaluator, role=MemberRole.VIEWER)
     page = client.get(url).content.decode()
 
     start = page.index('<pre id="case">') + len('<pre id="case">')
