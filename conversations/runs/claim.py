@@ -133,7 +133,7 @@ def run_claim(*, run_id: uuid.UUID, holder: int | None = None) -> Claim | None:
         events = EventLog(run, next_seq=None if resumed else 1)
         writes = Batch()
         writes.update(Run, run.pk, **{f: getattr(run, f) for f in _CLAIMED_FIELDS})
-        writes.insert(*events.numbered(run_log.run_started(resumed=resumed)))
+        writes.insert(*events.numbered(run_log.run_started_event(resumed=resumed)))
         writes.write()
         return Claim(run=run, events=events, cancel_requested=run.cancel_requested, resumed=resumed)
 

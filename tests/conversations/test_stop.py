@@ -13,7 +13,7 @@ from conversations.run_request import RunRequest
 from conversations.services import brief_send, run_cancel
 from drafts.models import Draft
 from testbed.fake_openai import TEST_API_KEY, call, turn
-from tests.support.worker import run_finished
+from tests.support.worker import wait_until_finished
 
 pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
 
@@ -52,7 +52,7 @@ def test_a_cancel_ends_a_streaming_reply_at_once_and_keeps_its_text(worker, fake
 
     cancelled_at = time.monotonic()
     run_cancel(run=run)
-    run_finished(run, timeout=10)
+    wait_until_finished(run, timeout=10)
     took = time.monotonic() - cancelled_at
 
     assert run.status == "cancelled", run.error_message
@@ -100,7 +100,7 @@ def test_a_cancel_ends_the_wait_for_a_reply_not_streamed_at_once(worker, fake_op
 
     cancelled_at = time.monotonic()
     run_cancel(run=run)
-    run_finished(run, timeout=10)
+    wait_until_finished(run, timeout=10)
     took = time.monotonic() - cancelled_at
 
     assert run.status == "cancelled", run.error_message
@@ -128,7 +128,7 @@ def test_a_cancel_accepted_before_a_step_is_written_keeps_its_draft_out(
     fake_openai.wait_for_requests(1)
     # Accepted while the reply is still on its way, told to no one.
     assert Run.objects.filter(pk=run.pk, status="running").update(cancel_requested=True) == 1
-    run_finished(run, timeout=15)
+    wait_until_finished(run, timeout=15)
 
     assert run.status == "cancelled", (run.status, run.error_message)
     assert not Draft.objects.filter(ad=ad).exists()
@@ -146,7 +146,7 @@ def test_a_cancel_ends_the_wait_for_a_streams_first_token_at_once(worker, fake_o
 
     cancelled_at = time.monotonic()
     run_cancel(run=run)
-    run_finished(run, timeout=10)
+    wait_until_finished(run, timeout=10)
     took = time.monotonic() - cancelled_at
 
     assert run.status == "cancelled" and took < 5, (run.status, took)

@@ -14,7 +14,7 @@ from conversations.run_request import RunRequest
 from conversations.runs.recover import runs_recover
 from conversations.services import brief_send
 from testbed.fake_openai import turn
-from tests.support.worker import run_finished
+from tests.support.worker import wait_until_finished
 
 pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
 
@@ -54,7 +54,7 @@ def test_a_worker_a_minute_behind_keeps_its_run_and_its_times_stay_in_order(
         if run.status == "succeeded":
             break
         time.sleep(0.5)
-    run_finished(run)
+    wait_until_finished(run)
 
     assert taken_back == [] and run.resumes == 0 and run.claims == 1
     assert run.status == "succeeded" and len(fake_openai.requests) == 1

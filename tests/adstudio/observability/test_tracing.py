@@ -25,7 +25,7 @@ from conversations.services import brief_send
 from testbed.fake_openai import TEST_API_KEY, call, turn
 from tests.support.fixtures import STALE_AFTER
 from tests.support.otlp import SpanRecord
-from tests.support.worker import ROOT, heartbeat_stale, run_finished, wait_for
+from tests.support.worker import ROOT, heartbeat_stale, wait_for, wait_until_finished
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -62,7 +62,7 @@ def api_for(user) -> APIClient:
 
 
 def wait_finished(run_id: str) -> Run:
-    return run_finished(Run.objects.get(pk=run_id))
+    return wait_until_finished(Run.objects.get(pk=run_id))
 
 
 def one(spans: list[SpanRecord], what: str, **match) -> SpanRecord:
