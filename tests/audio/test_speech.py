@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from adstudio.speech import spoken_seconds
+from adstudio.speaking_time import spoken_seconds
 from audio import speech
 from providers.demo_lines import LINES
 
