@@ -9,7 +9,7 @@ from django.contrib.auth.models import Permission
 
 from conversations.models import Conversation
 from evaluations.models import EvaluationRun
-from evaluations.services import result_record, run_finish
+from evaluations.services import evaluation_run_finish, result_record
 from tests.evaluations.runs import ok
 from workspaces.models import Membership, Workspace
 from workspaces.roles import MemberRole
@@ -35,7 +35,7 @@ def kept_run(model: str, cases: dict) -> EvaluationRun:
             conversation_id=str(conversation.pk) if conversation else "",
             error=error,
         )
-    run_finish(run, thresholds={})
+    evaluation_run_finish(run, thresholds={})
     return run
 
 
