@@ -345,7 +345,7 @@ SPECTACULAR_SETTINGS = {
         "RunStatusEnum": "conversations.models.RunStatus",
         "DraftStatusEnum": "drafts.models.DraftStatus",
         "DraftKindEnum": "drafts.models.DraftKind.values",
-        "WorkspaceRoleEnum": "workspaces.roles.Role",
+        "WorkspaceRoleEnum": "workspaces.roles.MemberRole",
         # The tools' own models, in the history's UIMessages (conversations.web.ui_types).
         "MusicProviderEnum": ["loudly", "mubert"],
         "SfxPlacementTypeEnum": ["start", "end", "afterVoice"],

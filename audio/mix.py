@@ -23,7 +23,7 @@ import numpy as np
 from scipy.ndimage import maximum_filter1d, uniform_filter1d
 from scipy.signal import resample_poly
 
-from audio import bwf, encode, mastering, speech
+from audio import bwf, encode, guide_voice, mastering
 from audio.loudness import Measured
 from audio.presets import DEFAULT, PRESETS, Preset
 from audio.timeline import Timeline, timeline
@@ -116,7 +116,7 @@ def render(
     ``preroll_s`` and ``gap_s`` are the timeline's. ``progress`` is called after each
     voice track is synthesised (the render's longest part): the caller's sign of life,
     which may raise to stop the render."""
-    speech_rate = speech.sample_rate()
+    speech_rate = guide_voice.sample_rate()
     warnings: list[str] = []
     tracks = (voices or {}).get("voiceTracks", [])
     started = time.perf_counter()
@@ -185,16 +185,20 @@ def _speech(
     track: dict, language: str, voice: Mapping[str, str] | None, warnings: list[str]
 ) -> np.ndarray:
     speed = float(track.get("speed", 1.0) or 1.0)
-    guide = speech.guide_voice(
+    guide = guide_voice.guide_voice(
         str(track.get("voiceId", "")),
         gender=(voice or {}).get("gender", ""),
         age=(voice or {}).get("age", ""),
     )
     try:
-        return speech.synthesize(track.get("text", ""), language=language, speed=speed, voice=guide)
-    except speech.SpeechUnavailable:
+        return guide_voice.synthesize(
+            track.get("text", ""), language=language, speed=speed, voice=guide
+        )
+    except guide_voice.SpeechUnavailable:
         warnings.append(f"{track['id']}: no guide voice for {language!r}; read in English")
-        return speech.synthesize(track.get("text", ""), language="en", speed=speed, voice=guide)
+        return guide_voice.synthesize(
+            track.get("text", ""), language="en", speed=speed, voice=guide
+        )
 
 
 _BPM = re.compile(r"(\d{2,3})\s*bpm", re.IGNORECASE)
@@ -218,7 +222,7 @@ def _music_bed(count: int, rate: int, bpm: int) -> np.ndarray:
 
 def _ducking(voice: np.ndarray, rate: int) -> np.ndarray:
     """The music's gain over time: lower wherever the speech is, with short ramps."""
-    talking = (np.abs(voice) > speech.SILENCE).astype(np.float32)
+    talking = (np.abs(voice) > guide_voice.SILENCE).astype(np.float32)
     window = max(1, round(0.25 * rate))  # words' short pauses do not let the bed jump up
     held = maximum_filter1d(talking, size=window, mode="constant") > 0
     gain = np.where(held, DUCKED_LEVEL, MUSIC_LEVEL).astype(np.float32)

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from adstudio.speech import spoken_seconds
+from adstudio.speaking_time import spoken_seconds
 
 
 @dataclass(frozen=True)
@@ -107,7 +107,7 @@ def voice_segments(
 
 def estimated_track_seconds(track: dict[str, Any], *, language: str) -> float:
     """How long one voice track reads as planned: its text's reading time
-    (``adstudio.speech``) at the track's ``speed`` (a scratch track reads it at that speed,
+    (``adstudio.speaking_time``) at the track's ``speed`` (a scratch track reads it at that speed,
     so 0.5 takes twice as long)."""
     return spoken_seconds(
         track.get("text", ""), language=language, speed=float(track.get("speed") or 1.0)

@@ -362,7 +362,8 @@ def worker_mode(args) -> dict:
 
     from adstudio.celery import app as celery_app
     from conversations.models import Run
-    from conversations.services import start_generation
+    from conversations.run_request import RunRequest
+    from conversations.services import brief_send
     from drafts.services import ad_create
     from testbed.fake_openai import TEST_API_KEY, FakeOpenAIServer, Turn, call
     from testbed.worker import WorkerProcess
@@ -422,7 +423,7 @@ def worker_mode(args) -> dict:
                 for _ in range(args.runs)
             ]
             started = time.perf_counter()
-            runs = [start_generation(ad=ad) for ad in ads]
+            runs = [brief_send(request=RunRequest(ad=ad)) for ad in ads]
             ids = [r.pk for r in runs]
             while Run.objects.filter(pk__in=ids, status__in=["queued", "running"]).exists():
                 if time.perf_counter() - started > 300:

@@ -81,7 +81,8 @@ class Objects:
     """Existing objects of the fuzzing user, for path parameters that should resolve."""
 
     def __init__(self, user) -> None:
-        from conversations.services import send_message, start_generation
+        from conversations.run_request import RunRequest
+        from conversations.services import brief_send, send_message
         from drafts.models import Draft
         from drafts.services import ad_create
         from voices.models import Voice
@@ -90,9 +91,11 @@ class Objects:
         self.ad = ad_create(
             owner=user, client="Spotify Premium family plan", language="th", duration_s=30
         )
-        run = start_generation(ad=self.ad)  # runs in-process: no broker
+        run = brief_send(request=RunRequest(ad=self.ad))  # runs in-process: no broker
         self.conversation = run.conversation
-        follow_up = send_message(conversation=self.conversation, text="Make it more upbeat.")
+        follow_up = send_message(
+            request=RunRequest(conversation=self.conversation, text="Make it more upbeat.")
+        )
         self.runs = [str(run.pk), str(follow_up.pk)]
         self.drafts = [
             str(pk) for pk in Draft.objects.filter(ad=self.ad).values_list("pk", flat=True)

@@ -119,7 +119,8 @@ def main() -> None:
     from django.contrib.auth.models import User
 
     from conversations.models import Run, RunStatus
-    from conversations.services import run_cancel, start_generation
+    from conversations.run_request import RunRequest
+    from conversations.services import brief_send, run_cancel
     from drafts.services import ad_create
     from testbed.worker import worker_command
 
@@ -148,7 +149,7 @@ def main() -> None:
             for _ in range(args.cancels):
                 SlowReply.started.clear()
                 ad = ad_create(owner=user, title="cancel", client="Spotify", language="en")
-                run = start_generation(ad=ad)
+                run = brief_send(request=RunRequest(ad=ad))
                 if not SlowReply.started.wait(timeout=60):
                     raise SystemExit(f"no model request came; see {logs}/w.log")
                 time.sleep(rng.uniform(0.1, 3.0))  # somewhere in the reply

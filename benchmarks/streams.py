@@ -283,7 +283,8 @@ def main() -> None:
 
     from accounts.services import token_create
     from benchmarks.soak import Director, SoakProvider
-    from conversations.services import start_generation
+    from conversations.run_request import RunRequest
+    from conversations.services import brief_send
     from drafts.services import ad_create
     from testbed.fake_openai import TEST_API_KEY
     from testbed.worker import worker_command
@@ -357,7 +358,7 @@ def main() -> None:
                     user = User.objects.create(username=f"streams-{time.time_ns()}-{n}")
                     token = token_create(user=user)[1]
                     ad = ad_create(owner=user, title="streams", client="Spotify", language="th")
-                    run = start_generation(ad=ad)
+                    run = brief_send(request=RunRequest(ad=ad))
                     stream = f"/api/runs/{run.pk}/events/stream?wait=60"
                     followers += [
                         Follower(stream, token) for _ in range(args.streams // args.users)

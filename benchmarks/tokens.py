@@ -175,7 +175,8 @@ def run_session(profile, *, client: str) -> tuple[RecordingDirector, list[str]]:
 
     import providers
     from conversations.models import Message
-    from conversations.services import send_message, start_generation
+    from conversations.run_request import RunRequest
+    from conversations.services import brief_send, send_message
     from drafts.services import ad_create
 
     director = RecordingDirector(profile)
@@ -193,9 +194,11 @@ def run_session(profile, *, client: str) -> tuple[RecordingDirector, list[str]]:
     )
     # Each run executes as its API request would start it, in this process (no broker).
     director.turn = 1
-    run = start_generation(ad=ad)
+    run = brief_send(request=RunRequest(ad=ad))
     director.turn = 2
-    run = send_message(conversation=run.conversation, text="Make the music more upbeat.")
+    run = send_message(
+        request=RunRequest(conversation=run.conversation, text="Make the music more upbeat.")
+    )
     run.refresh_from_db()
     if run.status != "succeeded":
         sys.exit(f"the second turn ended {run.status}: {run.error_message}")

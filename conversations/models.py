@@ -16,7 +16,7 @@ from django.db.models import Q
 from drafts.models import Ad
 
 
-class Role(models.TextChoices):
+class MessageRole(models.TextChoices):
     SYSTEM = "system", "System"
     USER = "user", "User"
     ASSISTANT = "assistant", "Assistant"
@@ -223,7 +223,7 @@ class Message(models.Model):
         Conversation, on_delete=models.PROTECT, related_name="messages", db_index=False
     )  # message_unique_seq
     seq = models.PositiveIntegerField()
-    role = models.CharField(max_length=10, choices=Role.choices)
+    role = models.CharField(max_length=10, choices=MessageRole.choices)
     text = models.TextField(blank=True)
     # Assistant: [{"id", "name", "arguments": {...}, "raw_arguments": "..."}], in call order.
     tool_calls = models.JSONField(default=list, blank=True)
@@ -251,10 +251,12 @@ class Message(models.Model):
             # The conversation's order: one message per position, no duplicates.
             models.UniqueConstraint(fields=["conversation", "seq"], name="message_unique_seq"),
             models.CheckConstraint(condition=Q(seq__gte=1), name="message_seq_positive"),
-            models.CheckConstraint(condition=Q(role__in=Role.values), name="message_role_valid"),
+            models.CheckConstraint(
+                condition=Q(role__in=MessageRole.values), name="message_role_valid"
+            ),
             # A tool result that answers no call id would be rejected by every provider.
             models.CheckConstraint(
-                condition=~Q(role=Role.TOOL) | ~Q(tool_call_id=""),
+                condition=~Q(role=MessageRole.TOOL) | ~Q(tool_call_id=""),
                 name="message_tool_has_call_id",
             ),
         ]

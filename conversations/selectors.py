@@ -13,7 +13,7 @@ from django.db.models import Avg, Count, Min, Q, QuerySet, Sum
 from django.shortcuts import get_object_or_404
 
 from adstudio.db.sql import column, columns, from_row, quote_name, uuid_param
-from conversations.models import Conversation, Message, ModelCall, Role, Run, RunStatus
+from conversations.models import Conversation, Message, MessageRole, ModelCall, Run, RunStatus
 from drafts.models import Ad, Draft
 from workspaces.access import scoped
 from workspaces.models import Membership
@@ -176,7 +176,7 @@ def agent_stats(*, since: datetime, until: datetime) -> dict[str, Any]:
     asked: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0])  # calls, repaired
     for provider, tool_calls in (
         Message.objects.filter(
-            role=Role.ASSISTANT, run__created_at__gte=since, run__created_at__lt=until
+            role=MessageRole.ASSISTANT, run__created_at__gte=since, run__created_at__lt=until
         )
         .exclude(tool_calls=[])
         .values_list("run__provider", "tool_calls")
@@ -187,7 +187,7 @@ def agent_stats(*, since: datetime, until: datetime) -> dict[str, Any]:
             counts[0] += 1
             counts[1] += bool(call.get("repaired") or call.get("parse_error"))
     tool_rows = Message.objects.filter(
-        role=Role.TOOL, run__created_at__gte=since, run__created_at__lt=until
+        role=MessageRole.TOOL, run__created_at__gte=since, run__created_at__lt=until
     )
     per_tool = []
     for row in (

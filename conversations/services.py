@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from dataclasses import replace
 
 from django.db import IntegrityError, transaction
 from django.db.models import F
@@ -23,6 +24,7 @@ from adstudio.refusals import StateConflict
 from conversations.agent.prompts import brief_fields, brief_message
 from conversations.models import Conversation, Run, RunStatus, StopCause
 from conversations.record.messages import assistant_ui_message_id
+from conversations.run_request import RunRequest
 from conversations.runs.claim import heartbeat_fresh
 from conversations.runs.enqueue import run_enqueue
 from conversations.runs.finish import finish_locked
@@ -52,138 +54,84 @@ def conversation_of(*, ad: Ad, provider: str | None = None) -> Conversation:
     return conversation
 
 
-def start_generation(
-    *,
-    ad: Ad,
-    provider: str | None = None,
-    request_text: str = "",
-    conversation: Conversation | None = None,
-    requested_by=None,
-    idempotency_key: str = "",
-    idempotency_fingerprint: str = "",
-    client_message_id: str = "",
-) -> Run:
-    """Queue a turn with the brief as its user message: the first turn of the ad's
-    conversation, or the next one when it has one (``conversation_of``).
+def brief_send(*, request: RunRequest) -> Run:
+    """The ad's brief sent to the director as a user turn (``request.text`` after it),
+    queued: the first turn of the ad's conversation, or the next one when it has one
+    (``conversation_of``). What generate (``ad_generate``), a chat's first message
+    (``chat_message_send``), the terminal chat and the evaluations start a run with.
 
-    With ``conversation`` the brief is sent into that (existing) conversation.
+    With ``request.conversation`` the brief is sent into that (existing) conversation.
     An explicitly requested provider must be configured (``ProviderUnavailable``).
     """
-    if provider:
-        providers.route(language=ad.language, market=ad.market, requested=provider)
+    ad = _ad_of(request)
+    if request.provider:
+        providers.route(language=ad.language, market=ad.market, requested=request.provider)
     # No savepoint: inside a caller's transaction (the API's) this is part of its unit of
     # work, so an error rolls back the whole of it; alone, it is a transaction of its own.
     with transaction.atomic(savepoint=False):
+        conversation = request.conversation
         if conversation is None:
-            conversation = conversation_of(ad=ad, provider=provider)
+            conversation = conversation_of(ad=ad, provider=request.provider)
         brief = brief_fields(ad)
         return _run_create(
+            request=request,
             conversation=conversation,
-            text=brief_message(brief, request_text),
+            text=brief_message(brief, request.text),
             brief=brief,
-            client_message_id=client_message_id,
-            requested_by=requested_by,
-            idempotency_key=idempotency_key,
-            idempotency_fingerprint=idempotency_fingerprint,
         )
 
 
-def generation_start(
-    *,
-    user,
-    ad: Ad | None,
-    brief: dict,
-    provider: str | None = None,
-    conversation: Conversation | None = None,
-    idempotency_key: str = "",
-    idempotency_fingerprint: str = "",
-    workspace: Workspace | None = None,
-) -> Run:
-    """Generate an ad from a brief, as the API's generate does: ``ad`` updated with the
-    brief fields given (a new ad of ``user``'s in ``workspace`` when None), then its
-    generation queued, in one transaction: the brief is saved with its run, or neither
-    is. Whether ``user`` may is the caller's check (``workspaces.access``)."""
-    with transaction.atomic():
-        if ad is not None:
-            target = ad_update(ad=ad, **brief)
-        else:
-            target = ad_create(owner=user, workspace=workspace, **brief)
-        return start_generation(
-            ad=target,
-            provider=provider,
-            conversation=conversation,
-            requested_by=user,
-            idempotency_key=idempotency_key,
-            idempotency_fingerprint=idempotency_fingerprint,
-        )
-
-
-def chat_message_send(
-    *,
-    ad: Ad,
-    conversation: Conversation | None,
-    text: str,
-    user,
-    idempotency_key: str = "",
-    idempotency_fingerprint: str = "",
-    client_message_id: str = "",
-) -> Run:
-    """A user's message about ``ad``: the next turn of ``conversation``, or the first turn
-    of the ad's conversation (the brief with the message) when it has none yet. An
-    archived ad takes no message (``AdArchived``). ``client_message_id`` is the id the
-    web client gave the message, which the history keeps."""
-    ad_writable(ad)
-    if conversation is None:
-        return start_generation(
-            ad=ad,
-            request_text=text,
-            requested_by=user,
-            idempotency_key=idempotency_key,
-            idempotency_fingerprint=idempotency_fingerprint,
-            client_message_id=client_message_id,
-        )
-    return send_message(
-        conversation=conversation,
-        text=text,
-        requested_by=user,
-        idempotency_key=idempotency_key,
-        idempotency_fingerprint=idempotency_fingerprint,
-        client_message_id=client_message_id,
-    )
-
-
-def chat_send(
-    *,
-    ad: Ad,
-    conversation: Conversation | None,
-    text: str,
-    user,
-    idempotency_key: str = "",
-    idempotency_fingerprint: str = "",
-    client_message_id: str = "",
-    as_superuser: bool = False,
+def ad_generate(
+    *, request: RunRequest, brief: dict, workspace: Workspace | None = None
 ) -> tuple[Run, bool]:
+    """Generate an ad from a brief, as the API's generate does, once per idempotency key
+    (``run_once_per_key``): ``request.ad`` updated with the brief fields given (a new ad
+    of ``request.user``'s in ``workspace`` when None), then its brief sent
+    (``brief_send``), in one transaction: the brief is saved with its run, or neither
+    is. Whether the user may is the caller's check (``workspaces.access``). Returns
+    ``(run, created)``."""
+
+    def start() -> Run:
+        with transaction.atomic():
+            if request.ad is not None:
+                target = ad_update(ad=request.ad, **brief)
+            else:
+                target = ad_create(owner=request.user, workspace=workspace, **brief)
+            return brief_send(request=replace(request, ad=target))
+
+    return run_once_per_key(request=request, start=start)
+
+
+def chat_message_send(*, request: RunRequest) -> Run:
+    """A user's message about ``request.ad``: the next turn of ``request.conversation``,
+    or the first turn of the ad's conversation (the brief with the message) when it has
+    none yet. An archived ad takes no message (``AdArchived``)."""
+    ad_writable(_ad_of(request))
+    if request.conversation is None:
+        return brief_send(request=request)
+    return send_message(request=request)
+
+
+def chat_send(*, request: RunRequest, as_superuser: bool = False) -> tuple[Run, bool]:
     """A user's chat message as both chat endpoints send it (``/chat`` and ``/ui-chat``):
     stored with its run once per idempotency key (``run_once_per_key``: the key sent
     again with another request raises ``IdempotencyKeyReused``), and on the record when
     only being a superuser allowed it. Returns ``(run, created)``."""
     run, created = run_once_per_key(
-        requested_by=user,
-        idempotency_key=idempotency_key,
-        fingerprint=idempotency_fingerprint,
-        start=lambda: chat_message_send(
-            ad=ad,
-            conversation=conversation,
-            text=text,
-            user=user,
-            idempotency_key=idempotency_key,
-            idempotency_fingerprint=idempotency_fingerprint,
-            client_message_id=client_message_id,
-        ),
+        request=request, start=lambda: chat_message_send(request=request)
     )
     if as_superuser and created:
-        run_audited_as_superuser(user=user, run=run)
+        run_audited_as_superuser(user=request.user, run=run)
     return run, created
+
+
+def _ad_of(request: RunRequest) -> Ad:
+    """The ad the turn is about: the request's, or its conversation's."""
+    if request.ad is not None:
+        return request.ad
+    if request.conversation is not None:
+        return request.conversation.ad
+    raise ValueError("A RunRequest names its ad or its conversation.")
 
 
 class NothingToRegenerate(StateConflict):
@@ -215,14 +163,11 @@ def chat_regenerate(
             if last.status not in RunStatus.finished():
                 raise NothingToRegenerate("The last reply is still being written: stop it first.")
             run = _run_create(
+                request=RunRequest(user=user, client_message_id=last.client_message_id),
                 conversation=conversation,
                 text=last.input_text,
                 brief=last.brief,
-                client_message_id=last.client_message_id,
                 replaces=last,
-                requested_by=user,
-                idempotency_key="",
-                idempotency_fingerprint="",
             )
     except IntegrityError:  # a regenerate at the same moment replaced it first
         if not Run.objects.filter(replaces_id=last.pk).exists():
@@ -233,49 +178,35 @@ def chat_regenerate(
     return run
 
 
-def send_message(
-    *,
-    conversation: Conversation,
-    text: str,
-    requested_by=None,
-    idempotency_key: str = "",
-    idempotency_fingerprint: str = "",
-    client_message_id: str = "",
-) -> Run:
-    """Queue a user turn ("make the music more upbeat") in an existing conversation.
+def send_message(*, request: RunRequest) -> Run:
+    """Queue a user turn ("make the music more upbeat") in ``request.conversation``.
 
     One INSERT, so it needs no transaction of its own: outside one, the task is enqueued
     as soon as the row is in."""
-    return _run_create(
-        conversation=conversation,
-        text=text,
-        client_message_id=client_message_id,
-        requested_by=requested_by,
-        idempotency_key=idempotency_key,
-        idempotency_fingerprint=idempotency_fingerprint,
-    )
+    if request.conversation is None:
+        raise ValueError("send_message sends into a conversation: name it in the RunRequest.")
+    return _run_create(request=request, conversation=request.conversation, text=request.text)
 
 
 def _run_create(
     *,
+    request: RunRequest,
     conversation: Conversation,
     text: str,
-    requested_by,
-    idempotency_key: str,
-    idempotency_fingerprint: str,
     brief: dict | None = None,
-    client_message_id: str = "",
     replaces: Run | None = None,
 ) -> Run:
+    """The run row of ``request`` in ``conversation``, with ``text`` as its user message,
+    stored and its task sent when the transaction commits."""
     run = Run(
         conversation=conversation,
         input_text=text,
         brief=brief,
-        client_message_id=client_message_id,
+        client_message_id=request.client_message_id,
         replaces=replaces,
-        requested_by=requested_by,
-        idempotency_key=idempotency_key,
-        idempotency_fingerprint=idempotency_fingerprint,
+        requested_by=request.user,
+        idempotency_key=request.idempotency_key,
+        idempotency_fingerprint=request.idempotency_fingerprint,
     )
     insert_rows(run)  # the ORM's INSERT compiled per message cost more than it runs
     run_enqueue(run_id=run.pk)
@@ -288,25 +219,20 @@ class IdempotencyKeyReused(Exception):
     """The key already started a run for a different request."""
 
 
-def run_once_per_key(
-    *,
-    requested_by,
-    idempotency_key: str,
-    start: Callable[[], Run],
-    fingerprint: str = "",
-) -> tuple[Run, bool]:
-    """``start()`` a run unless this user already started one with this key; returns
-    ``(run, created)``. Two racing requests with one key end with one run: the loser's
-    whole transaction (ad, conversation, run) rolls back on the unique constraint
-    ``run_unique_idempotency_key``. ``start`` stores ``fingerprint``, the request's
-    digest, with the run: the key sent again with another request raises
+def run_once_per_key(*, request: RunRequest, start: Callable[[], Run]) -> tuple[Run, bool]:
+    """``start()`` a run unless ``request.user`` already started one with
+    ``request.idempotency_key``; returns ``(run, created)``. Two racing requests with one
+    key end with one run: the loser's whole transaction (ad, conversation, run) rolls back
+    on the unique constraint ``run_unique_idempotency_key``. ``start`` stores the
+    request's fingerprint with the run: the key sent again with another request raises
     ``IdempotencyKeyReused`` rather than answer it with a run it did not ask for.
 
     ``start`` makes its own writes atomic; without a key it is simply called, so that a
     chat message costs one INSERT, not a transaction around it."""
-    if not idempotency_key:
+    key = request.idempotency_key
+    if not key:
         return start(), True
-    keyed = Run.objects.filter(requested_by=requested_by, idempotency_key=idempotency_key)
+    keyed = Run.objects.filter(requested_by=request.user, idempotency_key=key)
     run = keyed.first()
     if run is None:
         try:
@@ -318,9 +244,10 @@ def run_once_per_key(
             run = keyed.first()
             if run is None:
                 raise
-    if run.idempotency_fingerprint and run.idempotency_fingerprint != fingerprint:
+    fingerprint = run.idempotency_fingerprint
+    if fingerprint and fingerprint != request.idempotency_fingerprint:
         raise IdempotencyKeyReused(
-            f"Idempotency-Key {idempotency_key!r} was already used for a different request."
+            f"Idempotency-Key {key!r} was already used for a different request."
         )
     return run, False
 

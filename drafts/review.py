@@ -11,7 +11,7 @@ import difflib
 from dataclasses import dataclass
 from typing import Any
 
-from adstudio.speech import spoken_seconds
+from adstudio.speaking_time import spoken_seconds
 from drafts.models import Draft, DraftKind
 
 

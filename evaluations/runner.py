@@ -15,8 +15,9 @@ from dataclasses import dataclass
 from django.db.models import Max
 
 from conversations.events.waits import run_wait
-from conversations.models import Message, Role, Run, RunStatus
-from conversations.services import chat_message_send, start_generation
+from conversations.models import Message, MessageRole, Run, RunStatus
+from conversations.run_request import RunRequest
+from conversations.services import brief_send, chat_message_send
 from drafts.api import BriefSerializer
 from drafts.models import Ad, Draft
 from drafts.services import ad_create
@@ -46,7 +47,8 @@ def run_case(inputs: CaseInput, setup: CaseSetup) -> AdOutcome:
         raise CaseFailed(f"the API refuses the brief: {serializer.errors}")
     ad = ad_create(owner=setup.owner, workspace=setup.workspace, **serializer.validated_data)
     first = _finished(
-        start_generation(ad=ad, provider=setup.provider, requested_by=setup.owner), setup
+        brief_send(request=RunRequest(user=setup.owner, ad=ad, provider=setup.provider)),
+        setup,
     )
     runs = [first]
     first_drafts = _latest_payloads(ad)
@@ -54,7 +56,12 @@ def run_case(inputs: CaseInput, setup: CaseSetup) -> AdOutcome:
     first_duration_s = ad.duration_s
     if inputs.refinement is not None and first.status == RunStatus.SUCCEEDED:
         refinement = chat_message_send(
-            ad=ad, conversation=first.conversation, text=inputs.refinement.message, user=setup.owner
+            request=RunRequest(
+                user=setup.owner,
+                ad=ad,
+                conversation=first.conversation,
+                text=inputs.refinement.message,
+            )
         )
         runs.append(_finished(refinement, setup))
     drafts = _latest_payloads(ad)
@@ -127,14 +134,14 @@ def _turn(run: Run) -> TurnOutcome:
     for role, tool_calls, is_error, text in Message.objects.filter(run=run).values_list(
         "role", "tool_calls", "is_error", "text"
     ):
-        if role == Role.ASSISTANT:
+        if role == MessageRole.ASSISTANT:
             calls += len(tool_calls or [])
             repairs += sum(
                 bool(c.get("repaired") or c.get("parse_error")) for c in tool_calls or []
             )
-        elif role == Role.TOOL and is_error and _found_nothing(text):
+        elif role == MessageRole.TOOL and is_error and _found_nothing(text):
             empty_searches += 1
-        elif role == Role.TOOL and is_error:
+        elif role == MessageRole.TOOL and is_error:
             errors += 1
     waited = (run.finished_at - run.created_at).total_seconds() if run.finished_at else 0.0
     return TurnOutcome(

@@ -111,10 +111,11 @@ def thresholds_missed(results: list[EvaluationResult], thresholds: dict[str, flo
     return missed
 
 
-def run_finish(
+def evaluation_run_finish(
     run: EvaluationRun, *, status: str = EvaluationStatus.FINISHED, thresholds: dict[str, float]
 ) -> list[str]:
-    """Close the run: its summary, cost and thresholds' verdict. Returns what was missed."""
+    """Close the evaluation run: its summary, cost and thresholds' verdict. Returns what
+    was missed."""
     results = list(run.results.all())
     missed = thresholds_missed(results, thresholds) if thresholds else []
     run.summary = summary_of(results)

@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from adstudio.speech import spoken_seconds
+from adstudio.speaking_time import spoken_seconds
 from providers.base import (
     AssistantMessage,
     GenerateRequest,
@@ -228,7 +228,7 @@ def script_lines(
 ) -> list[str]:
     """Lines in the ad's language as its market writes it (``providers.demo_lines``)
     that take about ``share`` of ``duration`` to say, as the voice tool estimates it
-    (``adstudio.speech``): the first opens with the brand, the last is the call to action
+    (``adstudio.speaking_time``): the first opens with the brand, the last is the call to action
     naming it and saying the ``facts`` asked for (a price, a web address). Sentences go
     to the line with least so far, while one brings the script closer to its target."""
     bank = lines_for(brief.language, brief.market)

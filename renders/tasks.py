@@ -36,7 +36,7 @@ def prune_render_files() -> int:
 def _load_audio_at_worker_start(sender=None, **kwargs) -> None:
     """The mix's libraries and eSpeak NG, before the worker takes its first render."""
     started = time.perf_counter()
-    from audio import mix, speech  # noqa: F401
+    from audio import guide_voice, mix  # noqa: F401
 
-    speech.sample_rate()
+    guide_voice.sample_rate()
     logger.info("scratch-track audio loaded in %.2f s", time.perf_counter() - started)

@@ -24,7 +24,7 @@ from workspaces.invitations import (
     invitations_for,
 )
 from workspaces.models import Invitation, InvitationKind, InvitationStatus, Membership, Workspace
-from workspaces.roles import Action, Role
+from workspaces.roles import Action, MemberRole
 from workspaces.selectors import members_of, workspaces_for
 from workspaces.services import (
     LastAdmin,
@@ -39,7 +39,7 @@ class WorkspaceSerializer(serializers.ModelSerializer):
     personal = serializers.SerializerMethodField()
     myRole = serializers.ChoiceField(
         source="my_role",
-        choices=Role.choices,
+        choices=MemberRole.choices,
         allow_null=True,
         help_text="Your role here; null for a superuser who is not a member.",
     )
@@ -60,7 +60,7 @@ class WorkspaceInputSerializer(InputSerializer):
 class MemberSerializer(serializers.ModelSerializer):
     userId = serializers.IntegerField(source="user_id")
     username = serializers.CharField(source="user.username")
-    role = serializers.ChoiceField(choices=Role.choices)
+    role = serializers.ChoiceField(choices=MemberRole.choices)
     createdAt = serializers.DateTimeField(source="created_at")
 
     class Meta:
@@ -74,7 +74,7 @@ class MemberInputSerializer(InputSerializer):
 
     username = serializers.CharField(max_length=150, required=False)
     email = serializers.EmailField(max_length=254, required=False)
-    role = serializers.ChoiceField(choices=Role.choices)
+    role = serializers.ChoiceField(choices=MemberRole.choices)
 
     def validate(self, attrs: dict) -> dict:
         given = [name for name in ("username", "email") if attrs.get(name)]
@@ -91,7 +91,7 @@ class InvitationSerializer(serializers.ModelSerializer):
 
     invitee = serializers.CharField(source="identifier")
     kind = serializers.ChoiceField(choices=InvitationKind.choices)
-    role = serializers.ChoiceField(choices=Role.choices)
+    role = serializers.ChoiceField(choices=MemberRole.choices)
     status = serializers.ChoiceField(choices=InvitationStatus.choices)
     invitedBy = serializers.CharField(source="invited_by.username", default="", allow_null=True)
     createdAt = serializers.DateTimeField(source="created_at")
@@ -107,7 +107,7 @@ class ReceivedInvitationSerializer(serializers.ModelSerializer):
 
     workspaceId = serializers.UUIDField(source="workspace_id")
     workspaceName = serializers.CharField(source="workspace.name")
-    role = serializers.ChoiceField(choices=Role.choices)
+    role = serializers.ChoiceField(choices=MemberRole.choices)
     invitedBy = serializers.CharField(source="invited_by.username", default="", allow_null=True)
     expiresAt = serializers.DateTimeField(source="expires_at")
 
@@ -117,7 +117,7 @@ class ReceivedInvitationSerializer(serializers.ModelSerializer):
 
 
 class MemberRoleSerializer(InputSerializer):
-    role = serializers.ChoiceField(choices=Role.choices)
+    role = serializers.ChoiceField(choices=MemberRole.choices)
 
 
 class WorkspaceViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
@@ -141,7 +141,7 @@ class WorkspaceViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewset
         data = WorkspaceInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         workspace = workspace_create(name=data.validated_data["name"], by=request.user)
-        workspace.my_role = Role.ADMIN
+        workspace.my_role = MemberRole.ADMIN
         return Response(WorkspaceSerializer(workspace).data, status=status.HTTP_201_CREATED)
 
 

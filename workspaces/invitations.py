@@ -22,7 +22,7 @@ from workspaces.models import (
     Membership,
     Workspace,
 )
-from workspaces.roles import Action, Role
+from workspaces.roles import Action, MemberRole
 from workspaces.services import audit_record
 
 
@@ -47,7 +47,7 @@ def invitation_send(
     workspace: Workspace,
     kind: InvitationKind | str,
     identifier: str,
-    role: Role | str,
+    role: MemberRole | str,
     by,
     as_superuser: bool = False,
 ) -> Invitation:

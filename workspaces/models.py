@@ -12,7 +12,7 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
-from workspaces.roles import Action, Role
+from workspaces.roles import Action, MemberRole
 
 
 class Workspace(models.Model):
@@ -43,7 +43,7 @@ class Membership(models.Model):
     user = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships"
     )
-    role = models.CharField(max_length=16, choices=Role.choices)
+    role = models.CharField(max_length=16, choices=MemberRole.choices)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -54,7 +54,9 @@ class Membership(models.Model):
             models.UniqueConstraint(
                 fields=["workspace", "user"], name="membership_one_per_user_and_workspace"
             ),
-            models.CheckConstraint(condition=Q(role__in=Role.values), name="membership_role_valid"),
+            models.CheckConstraint(
+                condition=Q(role__in=MemberRole.values), name="membership_role_valid"
+            ),
         ]
         # Lists are scoped by "the workspaces where I am a member": user first.
         indexes = [models.Index(fields=["user", "workspace"], name="membership_user_workspace")]
@@ -93,7 +95,7 @@ class Invitation(models.Model):
         on_delete=models.CASCADE,
         related_name="invitations",
     )
-    role = models.CharField(max_length=16, choices=Role.choices)
+    role = models.CharField(max_length=16, choices=MemberRole.choices)
     status = models.CharField(
         max_length=8, choices=InvitationStatus.choices, default=InvitationStatus.PENDING
     )
@@ -113,7 +115,9 @@ class Invitation(models.Model):
                 condition=Q(status="pending"),
                 name="invitation_one_pending_per_person",
             ),
-            models.CheckConstraint(condition=Q(role__in=Role.values), name="invitation_role_valid"),
+            models.CheckConstraint(
+                condition=Q(role__in=MemberRole.values), name="invitation_role_valid"
+            ),
             models.CheckConstraint(
                 condition=Q(status__in=InvitationStatus.values), name="invitation_status_valid"
             ),

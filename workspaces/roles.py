@@ -10,7 +10,7 @@ from __future__ import annotations
 from django.db import models
 
 
-class Role(models.TextChoices):
+class MemberRole(models.TextChoices):
     VIEWER = "viewer", "Viewer"
     REVIEWER = "reviewer", "Reviewer"
     EDITOR = "editor", "Editor"
@@ -34,18 +34,18 @@ _REVIEWER = _VIEWER | {Action.ACTIVATE}
 _EDITOR = _REVIEWER | {Action.CREATE_AD, Action.EDIT_AD, Action.CHAT, Action.CANCEL}
 _ADMIN = _EDITOR | {Action.ARCHIVE_AD, Action.MOVE_AD, Action.MANAGE_MEMBERS}
 
-ROLE_ACTIONS: dict[Role, frozenset[Action]] = {
-    Role.VIEWER: _VIEWER,
-    Role.REVIEWER: _REVIEWER,
-    Role.EDITOR: _EDITOR,
-    Role.ADMIN: _ADMIN,
+ROLE_ACTIONS: dict[MemberRole, frozenset[Action]] = {
+    MemberRole.VIEWER: _VIEWER,
+    MemberRole.REVIEWER: _REVIEWER,
+    MemberRole.EDITOR: _EDITOR,
+    MemberRole.ADMIN: _ADMIN,
 }
 
 
-def allows(role: Role | str | None, action: Action | str) -> bool:
+def allows(role: MemberRole | str | None, action: Action | str) -> bool:
     """Whether a member with ``role`` may take ``action``; no role (not a member) allows
     nothing."""
-    return role is not None and Action(action) in ROLE_ACTIONS[Role(role)]
+    return role is not None and Action(action) in ROLE_ACTIONS[MemberRole(role)]
 
 
 def roles_allowed(action: Action | str) -> list[str]:

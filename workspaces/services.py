@@ -7,7 +7,7 @@ from django.db import IntegrityError, transaction
 
 from adstudio.refusals import StateConflict
 from workspaces.models import AuditEntry, Membership, Workspace
-from workspaces.roles import Action, Role
+from workspaces.roles import Action, MemberRole
 
 
 class LastAdmin(StateConflict):
@@ -28,7 +28,7 @@ def workspace_personal(*, user) -> Workspace:
             workspace = Workspace.objects.create(
                 name=f"{user.get_username()}'s workspace", personal_for=user
             )
-            Membership.objects.create(workspace=workspace, user=user, role=Role.ADMIN)
+            Membership.objects.create(workspace=workspace, user=user, role=MemberRole.ADMIN)
             return workspace
     except IntegrityError:
         return Workspace.objects.get(personal_for=user)
@@ -38,7 +38,7 @@ def workspace_create(*, name: str, by) -> Workspace:
     """A team workspace, with its creator as admin."""
     with transaction.atomic():
         workspace = Workspace.objects.create(name=name)
-        Membership.objects.create(workspace=workspace, user=by, role=Role.ADMIN)
+        Membership.objects.create(workspace=workspace, user=by, role=MemberRole.ADMIN)
         return workspace
 
 
@@ -69,8 +69,8 @@ def _lock(workspace: Workspace) -> None:
 
 def _keep_an_admin(membership: Membership) -> None:
     """``LastAdmin`` if ``membership`` is its workspace's only admin (under ``_lock``)."""
-    others = Membership.objects.filter(workspace_id=membership.workspace_id, role=Role.ADMIN)
-    if membership.role == Role.ADMIN and not others.exclude(pk=membership.pk).exists():
+    others = Membership.objects.filter(workspace_id=membership.workspace_id, role=MemberRole.ADMIN)
+    if membership.role == MemberRole.ADMIN and not others.exclude(pk=membership.pk).exists():
         raise LastAdmin("A workspace keeps at least one admin: make another member admin first.")
 
 
@@ -87,7 +87,7 @@ def _audit_member(membership: Membership, *, by, as_superuser: bool, change: str
 
 
 def member_add(
-    *, workspace: Workspace, user, role: Role | str, by, as_superuser: bool = False
+    *, workspace: Workspace, user, role: MemberRole | str, by, as_superuser: bool = False
 ) -> Membership:
     """Add ``user`` with ``role``; ``IntegrityError`` if they are a member already."""
     with transaction.atomic():
@@ -98,7 +98,7 @@ def member_add(
 
 
 def member_change(
-    *, membership: Membership, role: Role | str, by, as_superuser: bool = False
+    *, membership: Membership, role: MemberRole | str, by, as_superuser: bool = False
 ) -> Membership:
     """Give a member another role; ``LastAdmin`` if it would leave no admin."""
     with transaction.atomic():

@@ -14,7 +14,7 @@ import json
 from collections.abc import Sequence
 
 from conversations.models import Message as MessageRow
-from conversations.models import Role
+from conversations.models import MessageRole
 from providers import (
     AssistantMessage,
     Message,
@@ -63,7 +63,7 @@ def split_turns(rows: Sequence[MessageRow]) -> list[list[MessageRow]]:
     always stay in the turn of the assistant message that called them."""
     turns: list[list[MessageRow]] = []
     for row in rows:
-        if row.role == Role.USER or not turns:
+        if row.role == MessageRole.USER or not turns:
             turns.append([])
         turns[-1].append(row)
     return turns

@@ -13,7 +13,7 @@ import providers
 from adstudio import log_context
 from conversations.agent.prompts import summary_block
 from conversations.agent.summary import summarise_if_needed
-from conversations.models import Conversation, Role, Run, RunStatus, StopCause
+from conversations.models import Conversation, MessageRole, Run, RunStatus, StopCause
 from conversations.models import Message as MessageRow
 from conversations.record.log import RunLog
 from conversations.record.messages import HistoryRow, history_rows, row_to_message
@@ -117,9 +117,9 @@ def load_run_state(claim: Claim, heartbeat: Heartbeat) -> RunState:
     )
     state = RunState(log=log, route=route, heartbeat=heartbeat, draft_versions=claim.draft_versions)
     for n, row in enumerate(rows):
-        if row.run_id == run.pk and row.role == Role.TOOL and row.is_error:
+        if row.run_id == run.pk and row.role == MessageRole.TOOL and row.is_error:
             state.failures[row.name] += 1
-        if row.run_id == run.pk and row.role == Role.USER and not row.tokens:
+        if row.run_id == run.pk and row.role == MessageRole.USER and not row.tokens:
             # The claim writes the user message before its token count, which is written
             # with the run's next step (or now, if its worker stopped before that).
             rows[n] = row._replace(tokens=message_tokens(UserMessage(text=row.text)))
@@ -127,7 +127,7 @@ def load_run_state(claim: Claim, heartbeat: Heartbeat) -> RunState:
     if claim.call_announced:  # the claim wrote round 1's model_call.started
         state.planned = CallModel(last_round=run.rounds >= settings.ADSTUDIO_MAX_ROUNDS)
         state.call_announced = True
-    if not any(r.run_id == run.pk and r.role == Role.USER for r in rows):
+    if not any(r.run_id == run.pk and r.role == MessageRole.USER for r in rows):
         log.append(UserMessage(text=run.input_text))
     if not heartbeat.cancel_requested:  # a cancelled run calls no model, not even this
         summarise_if_needed(log, route=route)
@@ -139,7 +139,7 @@ def _claimed_user_message(run: Run, *, message_id: int, seq: int) -> HistoryRow:
     """The run's user message as its claim wrote it (``runs.claim._claim_queued_sql``)."""
     return HistoryRow(
         seq=seq,
-        role=Role.USER,
+        role=MessageRole.USER,
         text=run.input_text,
         tool_calls=[],
         tool_call_id="",
@@ -163,10 +163,10 @@ def resume_point(state: RunState) -> RunTools | Answer | None:
     """Where a resumed run picks up: unanswered calls of its last assistant message, or
     its answer if it was written before the worker died."""
     own = [r for r in state.log.rows if r.run_id == state.run.pk]
-    assistant = next((r for r in reversed(own) if r.role == Role.ASSISTANT), None)
+    assistant = next((r for r in reversed(own) if r.role == MessageRole.ASSISTANT), None)
     if assistant is None:
         return None
-    answered = {r.tool_call_id for r in own if r.role == Role.TOOL and r.seq > assistant.seq}
+    answered = {r.tool_call_id for r in own if r.role == MessageRole.TOOL and r.seq > assistant.seq}
     if (assistant.provider_data or {}).get("stopped_by"):
         return None  # a reply cut short is no answer: ask the model again
     if not assistant.tool_calls:

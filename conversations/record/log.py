@@ -94,7 +94,7 @@ def _still_held(run: Run) -> bool:
 # --- Events: one builder per type -----------------------------------------------------
 
 
-def run_started(*, resumed: bool) -> Event:
+def run_started_event(*, resumed: bool) -> Event:
     return RunEventType.RUN_STARTED, {"resumed": resumed}
 
 
@@ -142,7 +142,7 @@ def draft_created(call: ToolCall, draft: WrittenDraft) -> Event:
     }
 
 
-def run_finished(*, status: str, stop_cause: str, error_code: str) -> Event:
+def run_finished_event(*, status: str, stop_cause: str, error_code: str) -> Event:
     return RunEventType.RUN_FINISHED, {
         "status": status,
         "stopCause": stop_cause,

@@ -15,7 +15,7 @@ from typing import Any
 from adstudio.db.sql import column, quote_name
 from adstudio.db.storable import without_nul
 from conversations.models import Message as MessageRow
-from conversations.models import Role, Run
+from conversations.models import MessageRole, Run
 from providers import (
     AssistantMessage,
     Message,
@@ -131,9 +131,9 @@ def tool_calls_to_json(calls: Iterable[ToolCall]) -> list[dict]:
 
 
 def row_to_message(row: MessageRow) -> Message | None:
-    if row.role == Role.USER:
+    if row.role == MessageRole.USER:
         return UserMessage(text=row.text)
-    if row.role == Role.ASSISTANT:
+    if row.role == MessageRole.ASSISTANT:
         calls = tuple(
             ToolCall(
                 id=c["id"],
@@ -146,7 +146,7 @@ def row_to_message(row: MessageRow) -> Message | None:
             for c in row.tool_calls
         )
         return AssistantMessage(text=row.text, tool_calls=calls, provider_data=row.provider_data)
-    if row.role == Role.TOOL:
+    if row.role == MessageRole.TOOL:
         return ToolResultMessage(
             tool_call_id=row.tool_call_id, name=row.name, content=row.text, is_error=row.is_error
         )
@@ -159,26 +159,26 @@ def row_fields(message: Message) -> dict[str, Any]:
     fields: dict[str, Any] = {"text": getattr(message, "text", "")}
     if isinstance(message, AssistantMessage):
         fields.update(
-            role=Role.ASSISTANT,
+            role=MessageRole.ASSISTANT,
             tool_calls=tool_calls_to_json(message.tool_calls),
             provider_data=message.provider_data,
         )
     elif isinstance(message, ToolResultMessage):
         fields.update(
-            role=Role.TOOL,
+            role=MessageRole.TOOL,
             text=message.content,
             tool_call_id=message.tool_call_id,
             name=message.name,
             is_error=message.is_error,
         )
     else:
-        fields.update(role=Role.USER)
+        fields.update(role=MessageRole.USER)
     return fields
 
 
 def message_parts(message: MessageRow) -> list[dict[str, Any]]:
     """A stored message as AI-SDK style typed parts."""
-    if message.role == Role.TOOL:
+    if message.role == MessageRole.TOOL:
         try:
             result = json.loads(message.text)
         except ValueError:
@@ -243,9 +243,9 @@ def model_messages(rows: Iterable[MessageRow]) -> list[dict[str, Any]]:
     message of ``tool-result`` parts (``json`` or ``error-json`` output)."""
     messages: list[dict[str, Any]] = []
     for row in rows:
-        if row.role == Role.USER:
+        if row.role == MessageRole.USER:
             messages.append({"role": "user", "content": row.text})
-        elif row.role == Role.ASSISTANT:
+        elif row.role == MessageRole.ASSISTANT:
             content: list[dict[str, Any]] = []
             if row.text:
                 content.append({"type": "text", "text": row.text})
@@ -259,7 +259,7 @@ def model_messages(rows: Iterable[MessageRow]) -> list[dict[str, Any]]:
                 for call in row.tool_calls
             ]
             messages.append({"role": "assistant", "content": content})
-        elif row.role == Role.TOOL:
+        elif row.role == MessageRole.TOOL:
             result = {
                 "type": "tool-result",
                 "toolCallId": row.tool_call_id,

@@ -20,8 +20,8 @@ from adstudio.db.sql import column, columns, from_row, prep, quote_name, uuid_pa
 from conversations.models import (
     Conversation,
     Message,
+    MessageRole,
     ModelCall,
-    Role,
     Run,
     RunEvent,
     RunEventType,
@@ -133,7 +133,7 @@ def run_claim(*, run_id: uuid.UUID, holder: int | None = None) -> Claim | None:
         events = EventLog(run, next_seq=None if resumed else 1)
         writes = Batch()
         writes.update(Run, run.pk, **{f: getattr(run, f) for f in _CLAIMED_FIELDS})
-        writes.insert(*events.numbered(run_log.run_started(resumed=resumed)))
+        writes.insert(*events.numbered(run_log.run_started_event(resumed=resumed)))
         writes.write()
         return Claim(run=run, events=events, cancel_requested=run.cancel_requested, resumed=resumed)
 
@@ -234,10 +234,10 @@ def _claim_queued_sql() -> str:
         "tool_call_id, name, is_error, provider_data, tokens, run_id, created_at) "
         "SELECT u.conversation_id, COALESCE((SELECT max(m.seq) FROM "
         f"{messages} m WHERE m.conversation_id = u.conversation_id), 0) + 1, "
-        f"'{Role.USER}', u.input_text, '[]', '', '', false, '{{}}', 0, u.id, "
+        f"'{MessageRole.USER}', u.input_text, '[]', '', '', false, '{{}}', 0, u.id, "
         "statement_timestamp() FROM u "
         f"WHERE NOT EXISTS (SELECT 1 FROM {messages} m WHERE m.run_id = u.id "
-        f"AND m.role = '{Role.USER}') RETURNING id, seq), "
+        f"AND m.role = '{MessageRole.USER}') RETURNING id, seq), "
         f"announced AS (INSERT INTO {events} (run_id, seq, type, data, created_at) "
         f"SELECT u.id, 2, %s, %s, statement_timestamp() FROM u WHERE NOT {claimed_before}) "
         f"SELECT u.*, k.*, {columns(Ad, 'a')}, {latest_versions_sql('a.id')}, "

@@ -310,6 +310,6 @@ def _finish_sql(*, claimed: bool, whole_history: bool = False, answered: bool = 
 
 
 def _finished_event(fields: dict) -> run_log.Event:
-    return run_log.run_finished(
+    return run_log.run_finished_event(
         status=fields["status"], stop_cause=fields["stop_cause"], error_code=fields["error_code"]
     )

@@ -20,8 +20,9 @@ from django.db import DatabaseError, connection
 
 from adstudio.text import clip_words
 from conversations.models import Conversation, Run, RunEvent, RunEventType, RunStatus
+from conversations.run_request import RunRequest
 from conversations.selectors import conversation_latest, run_drafts
-from conversations.services import send_message, start_generation
+from conversations.services import brief_send, send_message
 from drafts.models import ActivationSource, Ad, DraftKind
 from drafts.selectors import draft_state, drafts_for
 from drafts.services import AdArchived, draft_activate
@@ -154,7 +155,7 @@ class ChatSession:
             return
         if not self._allowed(Action.CHAT, "generate drafts for this ad"):
             return
-        run = start_generation(ad=self.ad, provider=provider, requested_by=self.user)
+        run = brief_send(request=RunRequest(user=self.user, ad=self.ad, provider=provider))
         self.out.write(f"Ad {self.ad.pk}: generating drafts from the brief ...")
         run = self.follow(run)
         self.conversation = run.conversation
@@ -185,7 +186,11 @@ class ChatSession:
         if self.ad.archived_at is not None:
             self.out.write("This ad is archived: it can be read, not changed. Nothing was sent.")
             return True
-        run = send_message(conversation=self.conversation, text=text, requested_by=self.user)
+        run = send_message(
+            request=RunRequest(
+                user=self.user, ad=self.ad, conversation=self.conversation, text=text
+            )
+        )
         self._hint_activation(self.follow(run))
         return True
 

@@ -25,7 +25,7 @@ from django.db.models import (
 )
 from django.db.models.functions import Coalesce
 
-from conversations.models import Message, Role, Run, RunStatus
+from conversations.models import Message, MessageRole, Run, RunStatus
 from conversations.record.messages import draft_call_key
 from drafts.models import Draft
 
@@ -177,7 +177,7 @@ def _transcript(
     turns: list[Turn] = []
     waiting: dict[str, ToolCard] = {}  # calls of the latest assistant turn, by call id
     for row in rows:
-        if row.role == Role.TOOL:
+        if row.role == MessageRole.TOOL:
             card = waiting.pop(row.tool_call_id, None)
             if card is None:  # its call is on an earlier page
                 card = ToolCard(call_id=row.tool_call_id, name=row.name, called=False)
@@ -211,11 +211,14 @@ def _transcript(
         # messages after the page, up to the next message of another role.
         last = rows[-1].seq
         block_end = (
-            messages.filter(seq__gt=last).exclude(role=Role.TOOL).order_by("seq").values("seq")[:1]
+            messages.filter(seq__gt=last)
+            .exclude(role=MessageRole.TOOL)
+            .order_by("seq")
+            .values("seq")[:1]
         )
         for row in (
             messages.filter(
-                role=Role.TOOL,
+                role=MessageRole.TOOL,
                 seq__gt=last,
                 seq__lt=Coalesce(Subquery(block_end), Value(2**31 - 1)),
             )

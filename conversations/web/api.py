@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable
 from datetime import timedelta
 
 from django.conf import settings
@@ -35,6 +34,7 @@ from adstudio.serializers import InputSerializer
 from adstudio.throttling import RunRateThrottle
 from conversations.events.waits import run_wait
 from conversations.models import STATS_PERMISSION, Conversation, Run, RunStatus
+from conversations.run_request import RunRequest
 from conversations.selectors import (
     agent_stats,
     conversation_latest_for,
@@ -45,11 +45,10 @@ from conversations.selectors import (
 )
 from conversations.services import (
     IdempotencyKeyReused,
+    ad_generate,
     chat_send,
-    generation_start,
     run_audited_as_superuser,
     run_cancel,
-    run_once_per_key,
 )
 from drafts.api import BriefSerializer, workspace_for_writing
 from drafts.selectors import ads_for
@@ -113,21 +112,6 @@ def _idempotency(request: Request) -> tuple[str, str]:
         [request.method, request.path, request.data], sort_keys=True, default=str
     )
     return key, hashlib.sha256(request_text.encode()).hexdigest()
-
-
-def _run_once_per_key(request: Request, start: Callable[[str, str], Run]) -> Run:
-    """``start(key, fingerprint)`` unless the request's key already started a run."""
-    key, fingerprint = _idempotency(request)
-    try:
-        run, _created = run_once_per_key(
-            requested_by=request.user,
-            idempotency_key=key,
-            fingerprint=fingerprint,
-            start=lambda: start(key, fingerprint),
-        )
-    except IdempotencyKeyReused as exc:
-        raise IdempotencyKeyConflict(str(exc)) from None
-    return run
 
 
 # --- Serializers -------------------------------------------------------------------------
@@ -306,21 +290,21 @@ class GenerateView(_RunStartView):
             conversation = get_object_or_404(
                 Conversation.objects.filter(ad=ad, superseded_at=None), pk=values["conversationId"]
             )
-
-        def start(key: str, fingerprint: str) -> Run:
-            return generation_start(
-                user=request.user,
-                ad=ad,
-                brief=values.get("brief") or {},
-                provider=values.get("provider"),
-                conversation=conversation,
-                idempotency_key=key,
-                idempotency_fingerprint=fingerprint,
-                workspace=workspace,
-            )
-
+        key, fingerprint = _idempotency(request)
+        run_request = RunRequest(
+            user=request.user,
+            ad=ad,
+            conversation=conversation,
+            provider=values.get("provider"),
+            idempotency_key=key,
+            idempotency_fingerprint=fingerprint,
+        )
         try:
-            run = _run_once_per_key(request, start)
+            run, _created = ad_generate(
+                request=run_request, brief=values.get("brief") or {}, workspace=workspace
+            )
+        except IdempotencyKeyReused as exc:
+            raise IdempotencyKeyConflict(str(exc)) from None
         except providers.ProviderUnavailable as exc:
             raise ValidationError({"provider": str(exc)}) from None
         if as_superuser:
@@ -362,16 +346,16 @@ class ChatView(_RunStartView):
             ad=ad, latest=latest, conversation_id=data.validated_data.get("conversationId")
         )
         key, fingerprint = _idempotency(request)
+        run_request = RunRequest(
+            user=request.user,
+            ad=ad,
+            conversation=conversation,
+            text=text,
+            idempotency_key=key,
+            idempotency_fingerprint=fingerprint,
+        )
         try:
-            run, _created = chat_send(
-                ad=ad,
-                conversation=conversation,
-                text=text,
-                user=request.user,
-                idempotency_key=key,
-                idempotency_fingerprint=fingerprint,
-                as_superuser=as_superuser,
-            )
+            run, _created = chat_send(request=run_request, as_superuser=as_superuser)
         except IdempotencyKeyReused as exc:
             raise IdempotencyKeyConflict(str(exc)) from None
         return self.reply(request, run)

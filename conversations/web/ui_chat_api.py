@@ -49,6 +49,7 @@ from conversations.events.follow import (
     follow_run_sync,
 )
 from conversations.models import Conversation, Run, RunEventType, RunStatus
+from conversations.run_request import RunRequest
 from conversations.selectors import conversation_latest, conversations_for, run_key_used
 from conversations.services import (
     IdempotencyKeyReused,
@@ -222,17 +223,17 @@ def _send(request: Request, ad, conversation, last: dict, text: str, as_superuse
     """The last user message stored and its run queued, once per message id (a retry
     streams the same run)."""
     message_id = last.get("id") if isinstance(last.get("id"), str) else ""
+    run_request = RunRequest(
+        user=request.user,
+        ad=ad,
+        conversation=conversation,
+        text=text,
+        idempotency_key=f"ui-chat:{message_id}" if message_id else "",
+        idempotency_fingerprint=hashlib.sha256(text.encode()).hexdigest(),
+        client_message_id=message_id,
+    )
     try:
-        run, _created = chat_send(
-            ad=ad,
-            conversation=conversation,
-            text=text,
-            user=request.user,
-            idempotency_key=f"ui-chat:{message_id}" if message_id else "",
-            idempotency_fingerprint=hashlib.sha256(text.encode()).hexdigest(),
-            client_message_id=message_id,
-            as_superuser=as_superuser,
-        )
+        run, _created = chat_send(request=run_request, as_superuser=as_superuser)
     except IdempotencyKeyReused:
         raise ValidationError(
             {"messages": "This message id was sent before with another text."}

@@ -19,7 +19,7 @@ from conversations.runs.enqueue import run_enqueue
 from testbed.fake_openai import TEST_API_KEY, call, turn
 from testbed.worker import WorkerProcess
 from tests.support.settings_module import start_up_error
-from tests.support.worker import database_url, run_finished
+from tests.support.worker import database_url, wait_until_finished
 
 
 @pytest.fixture
@@ -115,7 +115,7 @@ def test_every_worker_line_of_a_run_is_json_with_its_ids(
         conversation = Conversation.objects.create(ad=ad)
         run = Run.objects.create(conversation=conversation, input_text="hi")
         run_enqueue(run_id=run.pk)
-        run_finished(run)
+        wait_until_finished(run)
     finally:
         worker.stop()
     assert run.status == "succeeded", worker.log.read_text()[-3000:]

@@ -17,7 +17,7 @@ from conversations.models import Run
 from tests.support.api import api_for
 from tests.support.worker import REDIS_URL
 from workspaces.models import Membership, Workspace
-from workspaces.roles import Role
+from workspaces.roles import MemberRole
 
 PARALLEL = 60
 
@@ -134,14 +134,14 @@ def test_a_replay_of_a_generation_is_not_counted_either(shared_limit, settings, 
 def test_a_replay_is_still_authorised(shared_limit, settings, user, make_ad):
     settings.ADSTUDIO_RUN_RATE = "1/minute"
     team = Workspace.objects.create(name="Team")
-    membership = Membership.objects.create(workspace=team, user=user, role=Role.EDITOR)
+    membership = Membership.objects.create(workspace=team, user=user, role=MemberRole.EDITOR)
     ad = make_ad(workspace=team)
     api = api_for(user)
     chat = f"/api/ads/{ad.pk}/chat"
     headers = {"format": "json", "HTTP_IDEMPOTENCY_KEY": "k"}
     assert api.post(chat, {"message": "hi"}, **headers).status_code == 202
 
-    membership.role = Role.VIEWER
+    membership.role = MemberRole.VIEWER
     membership.save(update_fields=["role"])
     assert api.post(chat, {"message": "hi"}, **headers).status_code == 403
     membership.delete()

@@ -17,7 +17,7 @@ import pyloudnorm
 import pytest
 import soundfile
 
-from audio import bwf, loudness, mix, speech
+from audio import bwf, guide_voice, loudness, mix
 from audio.presets import PRESETS
 from providers.demo_lines import LINES
 from tests.support.ebur128 import ffmpeg, measure
@@ -133,13 +133,13 @@ def test_the_same_ad_is_the_same_samples_and_new_music_leaves_the_voices_in_plac
 def test_the_speech_starts_after_the_pre_roll_and_speakers_leave_a_gap(whole_ad):
     voice = whole_ad.stems["voices"]
     rate = whole_ad.sample_rate
-    loud = np.flatnonzero(np.abs(voice) > speech.SILENCE)
+    loud = np.flatnonzero(np.abs(voice) > guide_voice.SILENCE)
     first, second = (s for s in whole_ad.timeline.segments if s.kind == "voice")
 
     assert abs(loud[0] / rate - 0.3) <= 0.01 and first.start_s == pytest.approx(0.3)
     assert second.start_s == pytest.approx(first.end_s + 0.25)
     between = voice[round((first.end_s + 0.01) * rate) : round((second.start_s - 0.01) * rate)]
-    assert between.size > 0.2 * rate and np.abs(between).max() <= speech.SILENCE
+    assert between.size > 0.2 * rate and np.abs(between).max() <= guide_voice.SILENCE
 
 
 def test_the_guide_voices_of_a_woman_and_a_man_differ(whole_ad):

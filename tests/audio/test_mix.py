@@ -15,7 +15,7 @@ import pyloudnorm
 import pytest
 import soundfile
 
-from audio import mix, speech
+from audio import guide_voice, mix
 from audio.presets import PRESETS
 from providers.demo_lines import LINES
 
@@ -40,7 +40,7 @@ def script(language: str, count: int, overlap: float) -> dict:
 
 def onsets(samples: np.ndarray, rate: int, *, quiet_s: float = 0.25) -> list[float]:
     """Where sound starts after at least ``quiet_s`` of silence (or at the very start)."""
-    loud = np.abs(samples) > speech.SILENCE
+    loud = np.abs(samples) > guide_voice.SILENCE
     found, silent_run = [], int(quiet_s * rate)
     for index in np.flatnonzero(loud[1:] & ~loud[:-1]) + 1:
         if not loud[max(0, index - silent_run) : index].any():

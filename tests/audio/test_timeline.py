@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from adstudio.speech import spoken_seconds
+from adstudio.speaking_time import spoken_seconds
 from audio.timeline import estimated_script_seconds, timeline, voice_segments
 
 

@@ -11,7 +11,8 @@ from contextlib import contextmanager
 import pytest
 from playwright.sync_api import Page, expect
 
-from conversations.services import start_generation
+from conversations.run_request import RunRequest
+from conversations.services import brief_send
 from drafts.reviewers import REVIEWERS
 from drafts.services import draft_create
 from providers.demo_lines import LINES
@@ -20,7 +21,7 @@ from tests.conversations.story import run_of
 from tests.support.browser import Visit, log_in, loopback_visit, make_staff
 from tests.support.versions import music, sfx, voices
 from workspaces.models import Membership
-from workspaces.roles import Role
+from workspaces.roles import MemberRole
 
 BRIEF_SCRIPT = "<script>window.pwned='brief'</script>"
 TITLE_IMG = "<img src=x onerror=\"window.pwned='title'\">"
@@ -79,7 +80,7 @@ def injected_conversation(fake_providers, make_ad):
         turn(tool_calls=[call("create_music_draft", {"prompt": TOOL_SCRIPT})]),
         turn(REPLY_IMG),
     )
-    run = run_of(start_generation(ad=ad))
+    run = run_of(brief_send(request=RunRequest(ad=ad)))
     assert run.status == "succeeded", run.error_message
     return run.conversation
 
@@ -123,7 +124,7 @@ def test_model_output_in_the_admin_is_shown_as_text_and_runs_nothing(
 def test_the_review_desk_player_works_with_no_violation(chromium, server, make_ad):
     rita = make_staff("csp-rita", groups=(REVIEWERS,))
     ad = make_ad(language="th", duration_s=6, title="Short spot, TH")
-    Membership.objects.create(workspace=ad.workspace, user=rita, role=Role.REVIEWER)
+    Membership.objects.create(workspace=ad.workspace, user=rita, role=MemberRole.REVIEWER)
     draft, _ = draft_create(ad=ad, version=voices(LINES["th"].calm[0], LINES["th"].calm[2]))
     draft_create(ad=ad, version=music("calm pad at 80 bpm", duration=6))
     draft_create(ad=ad, version=sfx("chime"))

@@ -11,7 +11,7 @@ from drafts.reviewers import REVIEWERS
 from tests.evaluations.runs import before_and_after
 from tests.support.browser import log_in, loopback_visit, make_staff
 from workspaces.models import Membership
-from workspaces.roles import Role
+from workspaces.roles import MemberRole
 
 LAPTOP = {"width": 1366, "height": 768}
 
@@ -21,7 +21,7 @@ def test_two_runs_compared_show_what_regressed(chromium, server, screenshot, mak
     eve = make_staff("eve", groups=(REVIEWERS,))  # who reads transcripts
     eve.user_permissions.add(Permission.objects.get(codename="view_evaluationrun"))
     ad = make_ad(title="Family plan, TH")
-    Membership.objects.create(workspace=ad.workspace, user=eve, role=Role.REVIEWER)
+    Membership.objects.create(workspace=ad.workspace, user=eve, role=MemberRole.REVIEWER)
     conversation = Conversation.objects.create(ad=ad)
     # Every case in a workspace eve reads: a run is shown whole or not at all.
     before, after = before_and_after({"th-30": conversation, "de-15": conversation})

@@ -10,7 +10,8 @@ import pytest
 from django.utils import timezone
 
 from conversations.models import Conversation, Run, RunEvent
-from conversations.services import send_message, start_generation
+from conversations.run_request import RunRequest
+from conversations.services import brief_send, send_message
 from drafts.models import Activation, Draft
 from drafts.reviewers import REVIEWERS
 from drafts.services import draft_activate, draft_create
@@ -19,7 +20,7 @@ from tests.conversations.story import first_turn, run_of
 from tests.support.browser import log_in, loopback_visit, make_staff
 from tests.support.versions import music
 from workspaces.models import Membership
-from workspaces.roles import Role
+from workspaces.roles import MemberRole
 
 LAPTOP = {"width": 1366, "height": 768}
 
@@ -41,8 +42,12 @@ def conversation(fake_providers, make_ad, make_voice):
         turn(tool_calls=[call("create_music_draft", {"prompt": "upbeat pop, 120 bpm"})]),
         turn("Music v2 is more upbeat, at 120 bpm."),
     )
-    generation = run_of(start_generation(ad=ad))
-    chat = run_of(send_message(conversation=generation.conversation, text="more upbeat music"))
+    generation = run_of(brief_send(request=RunRequest(ad=ad)))
+    chat = run_of(
+        send_message(
+            request=RunRequest(conversation=generation.conversation, text="more upbeat music")
+        )
+    )
     assert (generation.status, chat.status) == ("succeeded", "succeeded")
     return chat.conversation
 
@@ -55,7 +60,7 @@ def test_a_reviewer_reads_compares_and_activates(
     ad = conversation.ad
     # Rita reviews the workspace of this ad; another agency's ad, with a draft and a
     # conversation of its own, is in a workspace she is not in.
-    Membership.objects.create(workspace=ad.workspace, user=rita, role=Role.REVIEWER)
+    Membership.objects.create(workspace=ad.workspace, user=rita, role=MemberRole.REVIEWER)
     theirs = make_ad(owner=other_user, title="Their secret launch")
     draft_create(ad=theirs, version=music("their secret jingle"))
     Conversation.objects.create(ad=theirs)
@@ -171,7 +176,7 @@ def test_the_desk_compares_with_what_is_live_folds_streamed_text_and_fits_a_lapt
 ):
     rita = make_staff("rita", groups=(REVIEWERS,))
     ad = make_ad(language="en", title="A long campaign title that goes on and on, " * 4)
-    Membership.objects.create(workspace=ad.workspace, user=rita, role=Role.REVIEWER)
+    Membership.objects.create(workspace=ad.workspace, user=rita, role=MemberRole.REVIEWER)
     long_summary = "warm acoustic pop with a gentle build, " * 6
     v1, _ = draft_create(ad=ad, version=music("warm acoustic pop " + long_summary))
     draft_activate(ad=ad, draft_id=v1.pk, by=rita)

@@ -13,14 +13,14 @@ from providers.demo_lines import LINES
 from tests.support.browser import log_in, loopback_visit, make_staff
 from tests.support.versions import music, sfx, voices
 from workspaces.models import Membership
-from workspaces.roles import Role
+from workspaces.roles import MemberRole
 
 
 @pytest.mark.django_db(transaction=True)
 def test_a_reviewer_renders_and_hears_a_draft(chromium, server, screenshot, make_ad):
     rita = make_staff("rita", groups=(REVIEWERS,))
     ad = make_ad(language="th", duration_s=6, title="Short spot, TH")
-    Membership.objects.create(workspace=ad.workspace, user=rita, role=Role.REVIEWER)
+    Membership.objects.create(workspace=ad.workspace, user=rita, role=MemberRole.REVIEWER)
     draft, _ = draft_create(ad=ad, version=voices(LINES["th"].calm[0], LINES["th"].calm[2]))
     draft_create(ad=ad, version=music("calm pad at 80 bpm", duration=6))
     draft_create(ad=ad, version=sfx("chime"))

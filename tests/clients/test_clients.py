@@ -21,9 +21,10 @@ from django.core.management import call_command
 
 from accounts.services import token_create
 from conversations.models import Run
-from conversations.services import send_message, start_generation
+from conversations.run_request import RunRequest
+from conversations.services import brief_send, send_message
 from tests.clients.directors import director, history_director
-from tests.support.worker import ROOT, run_finished
+from tests.support.worker import ROOT, wait_until_finished
 
 pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
 
@@ -52,7 +53,7 @@ def run_node(node: str, script: str, env: dict[str, str], timeout: float = 120) 
 
 def test_use_chats_transport_sends_reads_and_resumes(node, live, make_ad):
     ad = make_ad(language="en")
-    generation = run_finished(start_generation(ad=ad))
+    generation = wait_until_finished(brief_send(request=RunRequest(ad=ad)))
     assert generation.status == "succeeded"
 
     out = run_node(
@@ -72,9 +73,11 @@ def test_use_chats_transport_sends_reads_and_resumes(node, live, make_ad):
 
 def test_the_sdks_validators_accept_a_real_conversation(node, live, make_ad):
     ad = make_ad(language="en")
-    run = run_finished(start_generation(ad=ad))
+    run = wait_until_finished(brief_send(request=RunRequest(ad=ad)))
     for text in ("Use voice 999", "make the music more upbeat"):
-        run = run_finished(send_message(conversation=run.conversation, text=text))
+        run = wait_until_finished(
+            send_message(request=RunRequest(conversation=run.conversation, text=text))
+        )
         assert run.status == "succeeded"
 
     out = run_node(node, "validate.mjs", {**live, "AD_ID": str(ad.pk)})
@@ -172,7 +175,7 @@ def test_the_chat_types_module_is_current_and_types_a_use_chat_page(node, live, 
         assert result.returncode == 0, result.stdout + result.stderr
 
     ad = make_ad(language="en")
-    assert run_finished(start_generation(ad=ad)).status == "succeeded"
+    assert wait_until_finished(brief_send(request=RunRequest(ad=ad))).status == "succeeded"
     out = run_node(node, "build-chat/tests/clients/chat.js", {**live, "AD_ID": str(ad.pk)})
 
     assert out["before"][0][0].startswith("text: Brief\n")  # the generation's user turn
@@ -184,8 +187,10 @@ def test_the_chat_types_module_is_current_and_types_a_use_chat_page(node, live, 
 
 def test_an_event_source_follows_a_run_and_resumes_with_last_event_id(node, live, make_ad):
     ad = make_ad(language="en")
-    run = run_finished(start_generation(ad=ad))
-    slow = send_message(conversation=run.conversation, text="make it even more upbeat")
+    run = wait_until_finished(brief_send(request=RunRequest(ad=ad)))
+    slow = send_message(
+        request=RunRequest(conversation=run.conversation, text="make it even more upbeat")
+    )
 
     out = run_node(node, "eventsource.mjs", {**live, "RUN_ID": str(slow.pk)})
 

@@ -12,7 +12,8 @@ from rest_framework.test import APIClient
 
 from accounts.services import token_create
 from conversations.models import Message, ModelCall, Run
-from conversations.services import send_message, start_generation
+from conversations.run_request import RunRequest
+from conversations.services import brief_send, send_message
 from drafts.models import Draft
 from testbed.fake_anthropic import (
     ANTHROPIC_TEST_MODEL,
@@ -44,7 +45,7 @@ def roles(request: dict) -> list[str]:
 
 def test_generation_then_refinement_on_claude(claude, en_ad, voices):
     claude.script(*first_turn(voices, claude_turn))
-    run = run_of(start_generation(ad=en_ad, provider="anthropic"))
+    run = run_of(brief_send(request=RunRequest(ad=en_ad, provider="anthropic")))
 
     assert run.status == "succeeded", run.error_message
     assert run.final_message == "Created voices v1, music v1 and sfx v1. Review and activate."
@@ -72,7 +73,11 @@ def test_generation_then_refinement_on_claude(claude, en_ad, voices):
         claude_turn(tool_calls=[call("create_music_draft", {"prompt": "upbeat pop, 120 bpm"})]),
         claude_turn("Music v2 is more upbeat."),
     )
-    second = run_of(send_message(conversation=run.conversation, text="make the music more upbeat"))
+    second = run_of(
+        send_message(
+            request=RunRequest(conversation=run.conversation, text="make the music more upbeat")
+        )
+    )
 
     assert second.status == "succeeded", second.error_message
     assert list(Draft.objects.filter(run_id=second.pk).values_list("kind", "version")) == [
@@ -99,7 +104,7 @@ def test_a_call_cut_off_at_max_tokens_ends_the_run_failed_without_a_draft(claude
             truncate_json_at=15,
         )
     )
-    run = run_of(start_generation(ad=en_ad, provider="anthropic"))
+    run = run_of(brief_send(request=RunRequest(ad=en_ad, provider="anthropic")))
 
     assert run.status == "failed" and run.error_code == "max_tokens"
     assert "cut off at its token limit" in run.error_message
@@ -115,7 +120,7 @@ def test_a_refused_request_fails_the_run_with_the_providers_message(claude, en_a
     claude.script(
         claude_error(400, "invalid_request_error", "prompt is too long: 210000 tokens > 200000")
     )
-    run = run_of(start_generation(ad=en_ad, provider="anthropic"))
+    run = run_of(brief_send(request=RunRequest(ad=en_ad, provider="anthropic")))
 
     assert run.status == "failed" and run.error_code == "bad_request"
     assert "prompt is too long: 210000 tokens > 200000" in run.error_message
@@ -134,7 +139,7 @@ def test_cache_usage_reaches_the_model_call_and_the_run_once(claude, en_ad):
             },
         )
     )
-    run = run_of(start_generation(ad=en_ad, provider="anthropic"))
+    run = run_of(brief_send(request=RunRequest(ad=en_ad, provider="anthropic")))
 
     model_call = ModelCall.objects.get(run=run)
     assert (model_call.prompt_tokens, model_call.cached_tokens) == (3250, 3000)
@@ -164,7 +169,7 @@ def test_a_conversation_on_openai_style_ids_fails_over_to_claude_and_back(
         ),
         turn("Music v1 is ready."),
     )
-    first = run_of(start_generation(ad=en_ad))
+    first = run_of(brief_send(request=RunRequest(ad=en_ad)))
     assert first.status == "succeeded" and first.provider == "openai"
 
     # turn 2: the primary is down, Claude answers with the whole history replayed
@@ -174,7 +179,9 @@ def test_a_conversation_on_openai_style_ids_fails_over_to_claude_and_back(
         claude_turn(tool_calls=[call("create_music_draft", {"prompt": "upbeat pop"})]),
         claude_turn("Music v2 is more upbeat."),
     )
-    second = run_of(send_message(conversation=first.conversation, text="more upbeat"))
+    second = run_of(
+        send_message(request=RunRequest(conversation=first.conversation, text="more upbeat"))
+    )
 
     assert second.status == "succeeded", second.error_message
     assert second.provider == "anthropic"
@@ -198,7 +205,7 @@ def test_a_conversation_on_openai_style_ids_fails_over_to_claude_and_back(
 
     # turn 3: the primary is back; it gets the original ids and Claude's, byte for byte
     fake_providers.script(turn("Back on the primary."))
-    third = run_of(send_message(conversation=first.conversation, text="thanks"))
+    third = run_of(send_message(request=RunRequest(conversation=first.conversation, text="thanks")))
 
     assert third.status == "succeeded" and third.provider == "openai"
     sent = fake_providers.requests[-1]["messages"]

@@ -12,12 +12,12 @@ from django.contrib.auth.models import Group
 from django.core.management import CommandError, call_command
 from django.core.management.base import OutputWrapper
 
-from conversations.models import Conversation, Message, Role, Run
+from conversations.models import Conversation, Message, MessageRole, Run
 from conversations.staff.terminal import ChatSession
 from drafts.models import Activation, Ad, Draft, DraftStatus
 from drafts.reviewers import REVIEWERS
 from workspaces.models import Membership
-from workspaces.roles import Role as WorkspaceRole
+from workspaces.roles import MemberRole
 
 pytestmark = pytest.mark.django_db(transaction=True)
 HINT = "/activate KIND VERSION to make one live"
@@ -49,7 +49,7 @@ def reviewer(django_user_model):
 
 def user_messages() -> list[str]:
     return list(
-        Message.objects.filter(role=Role.USER).order_by("seq").values_list("text", flat=True)
+        Message.objects.filter(role=MessageRole.USER).order_by("seq").values_list("text", flat=True)
     )
 
 
@@ -155,7 +155,7 @@ def test_a_reviewer_activates_as_themselves_on_an_ad_of_their_workspace(
     assert ad.owner == staff_user
     with pytest.raises(CommandError, match=r"No ad with id .* that rita may see"):
         chat(monkeypatch, "/activate music v1\n", "--ad", str(ad.pk), "--user", "rita")
-    Membership.objects.create(workspace=ad.workspace, user=reviewer, role=WorkspaceRole.REVIEWER)
+    Membership.objects.create(workspace=ad.workspace, user=reviewer, role=MemberRole.REVIEWER)
 
     output = chat(
         monkeypatch,
@@ -183,7 +183,7 @@ def test_a_reviewer_activates_as_themselves_on_an_ad_of_their_workspace(
 def test_a_viewer_can_neither_activate_nor_send_messages(monkeypatch, user):
     chat(monkeypatch, "", "--brief", "Coffee shop", "--language", "th")  # the superuser's ad
     ad = Ad.objects.get()
-    Membership.objects.create(workspace=ad.workspace, user=user, role=WorkspaceRole.VIEWER)
+    Membership.objects.create(workspace=ad.workspace, user=user, role=MemberRole.VIEWER)
     messages = Message.objects.count()
 
     output = chat(

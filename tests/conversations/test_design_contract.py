@@ -8,7 +8,8 @@ import json
 import pytest
 
 from conversations.models import Message
-from conversations.services import start_generation
+from conversations.run_request import RunRequest
+from conversations.services import brief_send
 from drafts.models import Draft
 from drafts.payloads import VERSION_SHAPES
 from testbed.fake_openai import call, turn
@@ -55,7 +56,7 @@ def test_the_designs_example_calls_make_drafts_in_the_designs_shapes(
         turn("Voices v1, music v1 and sound effects v1 are ready."),
     )
 
-    run = run_of(start_generation(ad=en_ad, provider=provider))
+    run = run_of(brief_send(request=RunRequest(ad=en_ad, provider=provider)))
 
     assert run.status == "succeeded", run.error_message
     assert run.provider == provider

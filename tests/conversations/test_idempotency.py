@@ -9,6 +9,7 @@ from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 
 from conversations.models import Conversation, Run
+from conversations.run_request import RunRequest
 from conversations.services import IdempotencyKeyReused, run_once_per_key
 
 
@@ -32,9 +33,9 @@ def test_two_racing_requests_with_one_key_make_one_run(user, ad):
         try:
             results.append(
                 run_once_per_key(
-                    requested_by=user,
-                    idempotency_key="k",
-                    fingerprint="same request",
+                    request=RunRequest(
+                        user=user, idempotency_key="k", idempotency_fingerprint="same request"
+                    ),
                     start=start,
                 )
             )
@@ -68,14 +69,19 @@ def test_a_key_sent_with_another_request_is_refused(user, ad):
         )
 
     run, created = run_once_per_key(
-        requested_by=user, idempotency_key="k", fingerprint="first", start=start
+        request=RunRequest(user=user, idempotency_key="k", idempotency_fingerprint="first"),
+        start=start,
     )
     assert created
     assert run_once_per_key(
-        requested_by=user, idempotency_key="k", fingerprint="first", start=start
+        request=RunRequest(user=user, idempotency_key="k", idempotency_fingerprint="first"),
+        start=start,
     ) == (run, False)
     with pytest.raises(IdempotencyKeyReused, match="'k'"):
-        run_once_per_key(requested_by=user, idempotency_key="k", fingerprint="second", start=start)
+        run_once_per_key(
+            request=RunRequest(user=user, idempotency_key="k", idempotency_fingerprint="second"),
+            start=start,
+        )
     assert Run.objects.count() == 1
 
 

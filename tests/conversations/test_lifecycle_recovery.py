@@ -19,6 +19,7 @@ from django.utils import timezone
 
 from adstudio.celery import app as celery_app
 from conversations.models import Conversation, Run
+from conversations.run_request import RunRequest
 from conversations.runs.enqueue import ENQUEUE_FAILED
 from conversations.runs.finish import run_finish
 from conversations.runs.recover import runs_recover
@@ -54,7 +55,9 @@ def test_sweeps_over_a_backlog_without_workers_send_each_run_once(broker, make_a
     run; a task not taken within the window is taken for lost and sent once more."""
     grace, stale_after = settings.ADSTUDIO_QUEUED_RUN_GRACE, settings.ADSTUDIO_RUN_STALE_AFTER
     queued = [
-        send_message(conversation=Conversation.objects.create(ad=make_ad()), text=str(n))
+        send_message(
+            request=RunRequest(conversation=Conversation.objects.create(ad=make_ad()), text=str(n))
+        )
         for n in range(3)
     ]
     assert pending_tasks() == one_each(*queued)  # sent as they were stored

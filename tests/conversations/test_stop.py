@@ -9,10 +9,11 @@ import time
 import pytest
 
 from conversations.models import Message, ModelCall, Run, RunEvent
-from conversations.services import run_cancel, start_generation
+from conversations.run_request import RunRequest
+from conversations.services import brief_send, run_cancel
 from drafts.models import Draft
 from testbed.fake_openai import TEST_API_KEY, call, turn
-from tests.support.worker import run_finished
+from tests.support.worker import wait_until_finished
 
 pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
 
@@ -45,13 +46,13 @@ def test_a_cancel_ends_a_streaming_reply_at_once_and_keeps_its_text(worker, fake
             pause=30.0,
         )
     )
-    run = start_generation(ad=ad)
+    run = brief_send(request=RunRequest(ad=ad))
     fake_openai.wait_for_requests(1)
     time.sleep(0.5)  # the first chunks are read; the rest is 30 s away
 
     cancelled_at = time.monotonic()
     run_cancel(run=run)
-    run_finished(run, timeout=10)
+    wait_until_finished(run, timeout=10)
     took = time.monotonic() - cancelled_at
 
     assert run.status == "cancelled", run.error_message
@@ -93,13 +94,13 @@ def test_a_cancel_ends_the_wait_for_a_reply_not_streamed_at_once(worker, fake_op
     fake_openai.script(
         turn(tool_calls=[call("create_music_draft", {"prompt": "warm acoustic pop"})], delay=30.0)
     )
-    run = start_generation(ad=ad)
+    run = brief_send(request=RunRequest(ad=ad))
     fake_openai.wait_for_requests(1)
     assert not fake_openai.requests[0].get("stream")  # the reply comes whole, or not at all
 
     cancelled_at = time.monotonic()
     run_cancel(run=run)
-    run_finished(run, timeout=10)
+    wait_until_finished(run, timeout=10)
     took = time.monotonic() - cancelled_at
 
     assert run.status == "cancelled", run.error_message
@@ -123,11 +124,11 @@ def test_a_cancel_accepted_before_a_step_is_written_keeps_its_draft_out(
             pause=2.0,
         )
     )
-    run = start_generation(ad=ad)
+    run = brief_send(request=RunRequest(ad=ad))
     fake_openai.wait_for_requests(1)
     # Accepted while the reply is still on its way, told to no one.
     assert Run.objects.filter(pk=run.pk, status="running").update(cancel_requested=True) == 1
-    run_finished(run, timeout=15)
+    wait_until_finished(run, timeout=15)
 
     assert run.status == "cancelled", (run.status, run.error_message)
     assert not Draft.objects.filter(ad=ad).exists()
@@ -139,13 +140,13 @@ def test_a_cancel_ends_the_wait_for_a_streams_first_token_at_once(worker, fake_o
     """A streamed reply whose provider sends nothing for 30 s (not even its headers)."""
     ad = make_ad(language="en")
     fake_openai.script(turn("A warm family spot.", delay=30.0))
-    run = start_generation(ad=ad)
+    run = brief_send(request=RunRequest(ad=ad))
     fake_openai.wait_for_requests(1)
     assert fake_openai.requests[0].get("stream") is True
 
     cancelled_at = time.monotonic()
     run_cancel(run=run)
-    run_finished(run, timeout=10)
+    wait_until_finished(run, timeout=10)
     took = time.monotonic() - cancelled_at
 
     assert run.status == "cancelled" and took < 5, (run.status, took)

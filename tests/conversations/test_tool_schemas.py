@@ -169,14 +169,15 @@ def test_every_result_a_tool_answers_is_exactly_its_output_model(
     """The output models are the web client's types of ``tool-<name>`` parts: a key a
     handler adds without its model (or one it drops) fails here."""
     from conversations.models import RunEvent
-    from conversations.services import send_message, start_generation
+    from conversations.run_request import RunRequest
+    from conversations.services import brief_send, send_message
     from drafts.models import Draft
     from drafts.services import draft_activate
     from testbed.fake_openai import call
     from tests.conversations.story import first_turn, run_of
 
     fake_providers.script(*first_turn(voices, turn))
-    first = run_of(start_generation(ad=en_ad))
+    first = run_of(brief_send(request=RunRequest(ad=en_ad)))
     draft_activate(ad=en_ad, draft_id=Draft.objects.get(ad=en_ad, kind="music").pk, by=user)
     long_line = {"voiceId": str(voices[0].pk), "text": "A very long line. " * 60}
     fake_providers.script(
@@ -189,7 +190,9 @@ def test_every_result_a_tool_answers_is_exactly_its_output_model(
         turn(tool_calls=[call("get_current_state", {})]),
         turn("Done."),
     )
-    run_of(send_message(conversation=first.conversation, text="longer, brighter"))
+    run_of(
+        send_message(request=RunRequest(conversation=first.conversation, text="longer, brighter"))
+    )
 
     results = [
         (event.data["name"], event.data["result"])

@@ -17,12 +17,13 @@ from rest_framework.test import APIClient
 
 from accounts.services import token_create
 from conversations.models import Conversation, Run, RunEvent
+from conversations.run_request import RunRequest
 from conversations.services import (
     NothingToRegenerate,
+    brief_send,
     chat_regenerate,
     run_cancel,
     send_message,
-    start_generation,
 )
 from conversations.web.ui_types import ModelMessagePage, UIMessagePage
 from drafts.models import Draft
@@ -59,9 +60,11 @@ def conversation(fake_providers, en_ad, voices):
         turn(tool_calls=[call("create_music_draft", {"prompt": "upbeat pop"})]),
         turn("Music v2 is more upbeat."),
     )
-    run = start_generation(ad=en_ad)
-    send_message(conversation=run.conversation, text="Use voice 999")
-    send_message(conversation=run.conversation, text="Make the music more upbeat")
+    run = brief_send(request=RunRequest(ad=en_ad))
+    send_message(request=RunRequest(conversation=run.conversation, text="Use voice 999"))
+    send_message(
+        request=RunRequest(conversation=run.conversation, text="Make the music more upbeat")
+    )
     return Conversation.objects.get(pk=run.conversation_id)
 
 
@@ -160,7 +163,7 @@ def _user_turns(api, conversation) -> tuple[list[str], list[str]]:
 
 def test_a_generation_is_the_same_user_turn_in_both_histories(api, fake_providers, en_ad):
     fake_providers.script(turn("Here is a first idea."))
-    run = start_generation(ad=en_ad)  # the brief, and no message of anyone's
+    run = brief_send(request=RunRequest(ad=en_ad))  # the brief, and no message of anyone's
 
     ui, model = _user_turns(api, run.conversation)
 

@@ -7,11 +7,12 @@ import pytest
 from django.db.models import Count
 
 from conversations.models import Conversation, Message, ModelCall, RunEvent
-from conversations.services import send_message, start_generation
+from conversations.run_request import RunRequest
+from conversations.services import brief_send, send_message
 from drafts.models import Draft
 from testbed.fake_openai import call, turn
 from tests.support.fixtures import STALE_AFTER
-from tests.support.worker import heartbeat_stale, run_finished, wait_for
+from tests.support.worker import heartbeat_stale, wait_for, wait_until_finished
 
 pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
 
@@ -32,10 +33,13 @@ def test_a_worker_answers_turns_of_one_conversation_in_order(worker, fake_openai
     fake_openai.script(turn("first", delay=0.5), turn("second"), turn("third"))
     conversation = Conversation.objects.create(ad=ad)
 
-    runs = [send_message(conversation=conversation, text=t) for t in ("one", "two", "three")]
+    runs = [
+        send_message(request=RunRequest(conversation=conversation, text=t))
+        for t in ("one", "two", "three")
+    ]
 
     for run in runs:
-        run_finished(run)
+        wait_until_finished(run)
     assert [r.status for r in runs] == ["succeeded"] * 3
     rows = list(
         Message.objects.filter(conversation=conversation)
@@ -53,7 +57,7 @@ def test_a_run_survives_its_worker_being_killed_mid_model_call(worker, fake_open
         turn(tool_calls=[call("create_music_draft", {"prompt": "warm acoustic pop"})]),
         turn("Music v1 is ready."),
     )
-    run = start_generation(ad=ad)
+    run = brief_send(request=RunRequest(ad=ad))
     fake_openai.wait_for_requests(1)
     run.refresh_from_db()
     assert run.status == "running"
@@ -62,7 +66,7 @@ def test_a_run_survives_its_worker_being_killed_mid_model_call(worker, fake_open
     wait_for(lambda: heartbeat_stale(run, STALE_AFTER), what="its heartbeat to go stale")
     worker.start()  # recovery runs when a worker starts
 
-    run_finished(run)  # resumed
+    wait_until_finished(run)  # resumed
     assert run.status == "succeeded", run.error_message
     assert run.final_message == "Music v1 is ready."
     assert Message.objects.filter(conversation=run.conversation, role="user").count() == 1
@@ -111,7 +115,7 @@ def test_a_dead_workers_run_is_resumed_by_a_live_worker_with_nothing_restarted(
         turn("never delivered", delay=30.0),  # its worker dies while waiting on this
         turn("Resumed."),
     )
-    run = start_generation(ad=ad)
+    run = brief_send(request=RunRequest(ad=ad))
     fake_openai.wait_for_requests(1)  # the only worker has it
     survivor = WorkerProcess(
         log_dir=tmp_path,
@@ -122,7 +126,7 @@ def test_a_dead_workers_run_is_resumed_by_a_live_worker_with_nothing_restarted(
     try:
         worker.kill()
         killed_at = time.monotonic()
-        run_finished(run, timeout=30)
+        wait_until_finished(run, timeout=30)
         resumed_after = time.monotonic() - killed_at
     finally:
         survivor.kill()

@@ -14,7 +14,7 @@ from drafts.reviewers import REVIEWERS
 from drafts.services import draft_activate, draft_create
 from tests.support.versions import music, sfx
 from workspaces.models import Membership
-from workspaces.roles import Role
+from workspaces.roles import MemberRole
 
 pytestmark = pytest.mark.django_db
 
@@ -26,7 +26,7 @@ def reviewer(django_user_model, ad):
         username="rita", password="pw-rita-123", is_staff=True
     )
     user.groups.add(Group.objects.get(name=REVIEWERS))
-    Membership.objects.create(workspace=ad.workspace, user=user, role=Role.REVIEWER)
+    Membership.objects.create(workspace=ad.workspace, user=user, role=MemberRole.REVIEWER)
     return user
 
 
@@ -40,7 +40,7 @@ def viewer(django_user_model, ad):
     user.user_permissions.add(
         *Permission.objects.filter(codename__in=["view_draft", "view_ad", "view_activation"])
     )
-    Membership.objects.create(workspace=ad.workspace, user=user, role=Role.VIEWER)
+    Membership.objects.create(workspace=ad.workspace, user=user, role=MemberRole.VIEWER)
     return user
 
 

@@ -7,7 +7,7 @@ import uuid
 import pytest
 from pydantic import ValidationError
 
-from adstudio.speech import spoken_seconds
+from adstudio.speaking_time import spoken_seconds
 from adstudio.tools import ToolContext, ToolError, ToolResult
 from drafts.models import Draft
 from drafts.tools import (

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from evaluations.models import EvaluationRun
-from evaluations.services import result_record, run_finish
+from evaluations.services import evaluation_run_finish, result_record
 
 
 def ok(reason: str = "fine") -> dict:
@@ -36,7 +36,7 @@ def kept_run(
             conversation_id=str(conversation.pk) if conversation else "",
             ad_id=str(conversation.ad_id) if conversation else "",
         )
-    run_finish(run, thresholds={})
+    evaluation_run_finish(run, thresholds={})
     return run
 
 

@@ -15,7 +15,7 @@ from django.contrib.auth.models import Permission
 from conversations.models import Conversation
 from tests.evaluations.runs import before_and_after
 from workspaces.models import Membership, Workspace
-from workspaces.roles import Role
+from workspaces.roles import MemberRole
 
 pytestmark = pytest.mark.django_db
 
@@ -32,7 +32,7 @@ def runs(make_ad, evaluator):
     """Two runs whose cases' ads are in a workspace the evaluator views (runs of other
     workspaces: tests/evaluations/test_admin_scoping.py)."""
     workspace = Workspace.objects.create(name="Evaluations")
-    Membership.objects.create(workspace=workspace, user=evaluator, role=Role.VIEWER)
+    Membership.objects.create(workspace=workspace, user=evaluator, role=MemberRole.VIEWER)
     conversations = {
         name: Conversation.objects.create(ad=make_ad(workspace=workspace, title=name))
         for name in ("th-30", "de-15")
@@ -114,20 +114,23 @@ def test_a_run_exports_as_csv_and_json(client, evaluator, runs):
 def test_a_conversation_becomes_a_golden_case_once_its_direction_is_said(
     client, evaluator, make_ad, tmp_path, django_user_model
 ):
-    from conversations.services import send_message, start_generation
+    from conversations.run_request import RunRequest
+    from conversations.services import brief_send, send_message
     from drafts.services import draft_create
     from evaluations.datasets import InvalidGoldenSet, golden_set
     from tests.support.versions import music
 
     ad = make_ad(title="Family plan", language="th", market="TH", duration_s=30)
-    first = start_generation(ad=ad)
-    second = send_message(conversation=first.conversation, text="Make the music calmer")
+    first = brief_send(request=RunRequest(ad=ad))
+    second = send_message(
+        request=RunRequest(conversation=first.conversation, text="Make the music calmer")
+    )
     draft_create(ad=ad, version=music("calm piano"), run_id=second.pk, tool_call_id="1:c")
     client.force_login(evaluator)
     url = f"/admin/evaluations/evaluationrun/golden-case/?conversation={first.conversation_id}"
 
     assert "No conversation" in client.get(url).content.decode()  # not in her workspace
-    Membership.objects.create(workspace=ad.workspace, user=evaluator, role=Role.VIEWER)
+    Membership.objects.create(workspace=ad.workspace, user=evaluator, role=MemberRole.VIEWER)
     page = client.get(url).content.decode()
 
     start = page.index('<pre id="case">') + len('<pre id="case">')

@@ -9,10 +9,10 @@ from django.contrib.auth.models import Permission
 
 from conversations.models import Conversation
 from evaluations.models import EvaluationRun
-from evaluations.services import result_record, run_finish
+from evaluations.services import evaluation_run_finish, result_record
 from tests.evaluations.runs import ok
 from workspaces.models import Membership, Workspace
-from workspaces.roles import Role
+from workspaces.roles import MemberRole
 
 pytestmark = pytest.mark.django_db
 
@@ -35,7 +35,7 @@ def kept_run(model: str, cases: dict) -> EvaluationRun:
             conversation_id=str(conversation.pk) if conversation else "",
             error=error,
         )
-    run_finish(run, thresholds={})
+    evaluation_run_finish(run, thresholds={})
     return run
 
 
@@ -45,7 +45,7 @@ def world(django_user_model, make_ad):
     theirs = Workspace.objects.create(name="Theirs")
     eve = django_user_model.objects.create_user("eve", password="pw", is_staff=True)
     eve.user_permissions.add(Permission.objects.get(codename="view_evaluationrun"))
-    Membership.objects.create(workspace=ours, user=eve, role=Role.VIEWER)
+    Membership.objects.create(workspace=ours, user=eve, role=MemberRole.VIEWER)
 
     def conversation(workspace, title):
         return Conversation.objects.create(ad=make_ad(workspace=workspace, title=title))
@@ -148,7 +148,7 @@ def test_a_superuser_reads_every_run(client, world, django_user_model):
 
 def test_a_member_of_both_workspaces_reads_the_mixed_run(client, world):
     theirs = Workspace.objects.get(name="Theirs")
-    Membership.objects.create(workspace=theirs, user=world["eve"], role=Role.VIEWER)
+    Membership.objects.create(workspace=theirs, user=world["eve"], role=MemberRole.VIEWER)
     client.force_login(world["eve"])
 
     page = client.get(RUNS).content.decode()

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from adstudio.speech import spoken_seconds
+from adstudio.speaking_time import spoken_seconds
 from providers.base import (
     GenerateOptions,
     GenerateRequest,

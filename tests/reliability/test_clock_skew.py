@@ -10,10 +10,11 @@ from pathlib import Path
 import pytest
 
 from conversations.models import RunEvent
+from conversations.run_request import RunRequest
 from conversations.runs.recover import runs_recover
-from conversations.services import start_generation
+from conversations.services import brief_send
 from testbed.fake_openai import turn
-from tests.support.worker import run_finished
+from tests.support.worker import wait_until_finished
 
 pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
 
@@ -42,7 +43,7 @@ def test_a_worker_a_minute_behind_keeps_its_run_and_its_times_stay_in_order(
     assert "-60s" in worker.env["FAKETIME"]
     settings.ADSTUDIO_RUN_STALE_AFTER = 8  # this host's sweeps judge as the worker's do
     fake_openai.script(turn("A warm family spot.", delay=12.0))  # past the stale limit
-    run = start_generation(ad=make_ad(language="en"))
+    run = brief_send(request=RunRequest(ad=make_ad(language="en")))
     fake_openai.wait_for_requests(1)
 
     taken_back = []
@@ -53,7 +54,7 @@ def test_a_worker_a_minute_behind_keeps_its_run_and_its_times_stay_in_order(
         if run.status == "succeeded":
             break
         time.sleep(0.5)
-    run_finished(run)
+    wait_until_finished(run)
 
     assert taken_back == [] and run.resumes == 0 and run.claims == 1
     assert run.status == "succeeded" and len(fake_openai.requests) == 1

@@ -16,7 +16,7 @@ from accounts.services import token_create
 from conversations.models import Conversation, Message, Run
 from drafts.models import Draft
 from testbed.fake_openai import Turn, call
-from tests.support.worker import run_finished
+from tests.support.worker import wait_until_finished
 
 pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
 
@@ -82,7 +82,7 @@ def test_fifty_clients_ten_conversations(worker, fake_openai, user, make_ad, set
     total = CONVERSATIONS * CLIENTS_PER_CONVERSATION * MESSAGES_PER_CLIENT
     deadline = time.monotonic() + 120
     for run in Run.objects.all():
-        run_finished(run, timeout=max(0.0, deadline - time.monotonic()))
+        wait_until_finished(run, timeout=max(0.0, deadline - time.monotonic()))
     assert Run.objects.filter(status="succeeded").count() == total
 
     for conversation in conversations:

@@ -71,15 +71,16 @@ def stack(private_postgres, fake_openai, tmp_path):
     redis.stop()
 
 
-def start_generation(env: dict[str, str]) -> str:
+def generate_in_shell(env: dict[str, str]) -> str:
     """A new ad and its generation, as the API would start it (stored, then enqueued)."""
     code = (
         "import uuid; from django.contrib.auth.models import User; "
         "from drafts.services import ad_create; "
-        "from conversations.services import start_generation; "
+        "from conversations.run_request import RunRequest; "
+        "from conversations.services import brief_send; "
         "owner = User.objects.create(username=uuid.uuid4().hex); "
         "ad = ad_create(owner=owner, client='Spotify Premium family plan', language='en'); "
-        "print(start_generation(ad=ad).pk)"
+        "print(brief_send(request=RunRequest(ad=ad)).pk)"
     )
     return manage("shell", "--no-imports", "-c", code, env=env).strip()
 
@@ -119,7 +120,7 @@ def test_a_crash_right_after_a_step_commits_loses_nothing(
         return STEPS[min(number, len(STEPS)) - 1]
 
     fake_openai.responder = director
-    run_id = start_generation(env)
+    run_id = generate_in_shell(env)
 
     deadline = time.monotonic() + 90
     while time.monotonic() < deadline:

@@ -25,14 +25,15 @@ from rest_framework.test import APIClient
 
 from accounts.services import token_create
 from conversations.models import Conversation, Message, ModelCall, Run, RunEvent
+from conversations.run_request import RunRequest
 from conversations.runs.enqueue import ENQUEUE_FAILED
 from conversations.runs.recover import runs_recover
-from conversations.services import conversation_of, send_message, start_generation
+from conversations.services import brief_send, conversation_of, send_message
 from conversations.tasks import recover_runs
 from drafts.models import Draft
 from testbed.fake_openai import Turn, call, turn
 from tests.support.fixtures import STALE_AFTER, WORKER_APP
-from tests.support.worker import database_url, heartbeat_stale, run_finished, wait_for
+from tests.support.worker import database_url, heartbeat_stale, wait_for, wait_until_finished
 
 pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
 
@@ -179,7 +180,7 @@ def test_killed_while_writing_the_draft_and_its_tool_message(worker, fake_openai
         turn("Music v1 is ready."),
     )
     conversation = conversation_of(ad=ad)
-    run = start_generation(ad=ad, conversation=conversation)
+    run = brief_send(request=RunRequest(ad=ad, conversation=conversation))
     fake_openai.wait_for_requests(1)  # the first model request
 
     with lock_holder() as holder:
@@ -213,7 +214,7 @@ def test_killed_while_writing_the_draft_and_its_tool_message(worker, fake_openai
     assert run.status == "running"
 
     restart_and_recover(worker, run)
-    run_finished(run)  # resumed
+    wait_until_finished(run)  # resumed
 
     assert run.status == "succeeded", run.error_message
     assert run.final_message == "Music v1 is ready."
@@ -244,7 +245,7 @@ def test_a_connection_lost_in_the_middle_of_a_step_resumes_the_run(worker, fake_
         turn("Music v1 is ready."),
     )
     conversation = conversation_of(ad=ad)
-    run = start_generation(ad=ad, conversation=conversation)
+    run = brief_send(request=RunRequest(ad=ad, conversation=conversation))
 
     with lock_holder() as holder:
         holder.execute(  # as above: the worker's write of message #3 waits for us
@@ -262,7 +263,7 @@ def test_a_connection_lost_in_the_middle_of_a_step_resumes_the_run(worker, fake_
             own.execute("SELECT pg_terminate_backend(%s, 10000)", [pids[0]])
         holder.rollback()
 
-    run_finished(run)  # resumed
+    wait_until_finished(run)  # resumed
     assert run.status == "succeeded", f"{run.error_code}: {run.error_message}"
     assert run.final_message == "Music v1 is ready."
     assert list(Draft.objects.filter(ad=ad).values_list("kind", "version")) == [("music", 1)]
@@ -288,7 +289,7 @@ def test_killed_while_writing_the_answer_and_the_run_s_end(worker, fake_openai, 
         turn(tool_calls=[call("create_music_draft", {"prompt": "warm acoustic pop"})]),
         turn("Music v1 is ready.", delay=1.0),
     )
-    run = start_generation(ad=ad)
+    run = brief_send(request=RunRequest(ad=ad))
     fake_openai.wait_for_requests(2)  # the final model request
 
     with lock_holder() as holder:
@@ -318,7 +319,7 @@ def test_killed_while_writing_the_answer_and_the_run_s_end(worker, fake_openai, 
     assert (final.seq, final.role, final.text) == (4, "assistant", "Music v1 is ready.")
 
     restart_and_recover(worker, run)
-    run_finished(run)  # recovered
+    wait_until_finished(run)  # recovered
 
     assert len(fake_openai.requests) == 2  # the answer was not asked for again
     assert RunEvent.objects.filter(run=run, type="run.finished").count() == 1
@@ -381,7 +382,7 @@ class TestBrokerRestart:
                 assert (run.status, run.error_code) == ("queued", ENQUEUE_FAILED)
                 assert "retried" in run.error_message
             # The running run finishes without the broker; starting its successor fails.
-            run_finished(running)
+            wait_until_finished(running)
             assert running.status == "succeeded", running.error_message
             # Its successor is sent when it finishes, and that send fails: it is marked for
             # recovery. (Unless the message sent when it was asked for, delivered just
@@ -398,7 +399,7 @@ class TestBrokerRestart:
         assert set(recovered) == {*stranded, *(r.pk for r in during)}
         runs = [running, queued, *during]
         for run in runs:
-            run_finished(run)  # after the restart
+            wait_until_finished(run)  # after the restart
         assert [(r.status, r.error_code) for r in runs] == [("succeeded", "")] * 4
         assert_invariants(runs, survivors=survivors)
         users = Message.objects.filter(conversation=first, role="user").order_by("seq")
@@ -448,15 +449,17 @@ def test_a_worker_recovers_its_database_connections(worker, fake_openai, make_ad
         return turn(tool_calls=[call("create_music_draft", {"prompt": "warm acoustic pop"})])
 
     fake_openai.responder = turn_during_restart
-    run = start_generation(ad=ad)
+    run = brief_send(request=RunRequest(ad=ad))
     fake_openai.wait_for_requests(1)  # the first model request
     survivors = stored([run.conversation])
 
-    run_finished(run)
+    wait_until_finished(run)
     assert WORKER_APP in terminated, terminated  # the worker's connections were dropped
     assert run.status == "succeeded", f"{run.error_code}: {run.error_message}"
-    later = send_message(conversation=run.conversation, text="make it more upbeat")
-    run_finished(later)
+    later = send_message(
+        request=RunRequest(conversation=run.conversation, text="make it more upbeat")
+    )
+    wait_until_finished(later)
     assert later.status == "succeeded", f"{later.error_code}: {later.error_message}"
     assert worker.starts == 1 and worker.process.poll() is None  # the same process
     assert list(Draft.objects.filter(ad=ad).order_by("version").values_list("version")) == [

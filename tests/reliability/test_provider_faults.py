@@ -13,7 +13,8 @@ import pytest
 from django.db.models import Count
 
 from conversations.models import Message, ModelCall, Run
-from conversations.services import start_generation
+from conversations.run_request import RunRequest
+from conversations.services import brief_send
 from drafts.models import Draft
 from testbed.fake_openai import call, error_turn, raw_turn, turn
 
@@ -188,7 +189,7 @@ def test_provider_fault(fake_providers, make_ad, settings, fault, turns, status,
     settings.ADSTUDIO_PROVIDER_TIMEOUT = 1.0
     fake_providers.script(*turns)
 
-    run = start_generation(ad=make_ad(language="en"))
+    run = brief_send(request=RunRequest(ad=make_ad(language="en")))
 
     run.refresh_from_db()
     assert run.status == status, run.error_message
@@ -205,7 +206,7 @@ def test_twenty_calls_in_one_response_write_twenty_versions(fake_providers, make
         ),
         DONE,
     )
-    run = start_generation(ad=make_ad(language="en"))
+    run = brief_send(request=RunRequest(ad=make_ad(language="en")))
     run.refresh_from_db()
     versions = sorted(Draft.objects.filter(run_id=run.pk).values_list("version", flat=True))
     assert versions == list(range(1, 21))
@@ -215,7 +216,7 @@ def test_a_model_that_never_stops_calling_tools_is_stopped(fake_providers, make_
     settings.ADSTUDIO_MAX_ROUNDS = 4
     fake_providers.script(*[turn(tool_calls=[MUSIC])] * 4, turn("Stopping here."))
 
-    run = start_generation(ad=make_ad(language="en"))
+    run = brief_send(request=RunRequest(ad=make_ad(language="en")))
 
     run.refresh_from_db()
     assert run.status == "succeeded" and run.stop_cause == "max_rounds"
@@ -237,7 +238,7 @@ def test_primary_down_for_the_whole_run_the_fallback_answers(fake_providers, mak
         DONE,
     )  # round 2
 
-    run = start_generation(ad=make_ad(language="en"))
+    run = brief_send(request=RunRequest(ad=make_ad(language="en")))
 
     run.refresh_from_db()
     assert run.status == "succeeded" and run.provider == "kimi"
@@ -289,7 +290,7 @@ def test_an_outage_fails_the_run_readably_over_http_and_the_api_stays_up(
 def test_arguments_the_database_cannot_store_are_a_tool_error(fake_providers, make_ad, raw, says):
     fake_providers.script(turn(tool_calls=[call("create_music_draft", raw=raw)]), DONE)
 
-    run = start_generation(ad=make_ad(language="en"))
+    run = brief_send(request=RunRequest(ad=make_ad(language="en")))
 
     run.refresh_from_db()
     assert run.status == "succeeded", run.error_message
@@ -307,7 +308,7 @@ def test_nul_characters_and_a_tool_name_too_long_for_its_column_are_stored(fake_
         turn("Music v1\x00 is ready."),
     )
 
-    run = start_generation(ad=make_ad(language="en"))
+    run = brief_send(request=RunRequest(ad=make_ad(language="en")))
 
     run.refresh_from_db()
     assert run.status == "succeeded", run.error_message
@@ -327,7 +328,7 @@ def test_text_streamed_by_a_failed_attempt_is_reset_for_clients(
     monkeypatch.setattr(run_log, "TEXT_EVENT_INTERVAL", 0)  # every delta is sent at once
     fake_providers.script(turn("Music v1 is ready.", cut_after=3), turn("Music v1 is ready."))
 
-    run = start_generation(ad=make_ad(language="en"))
+    run = brief_send(request=RunRequest(ad=make_ad(language="en")))
 
     run.refresh_from_db()
     assert run.status == "succeeded", run.error_message

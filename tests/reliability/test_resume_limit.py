@@ -7,11 +7,12 @@ from __future__ import annotations
 import pytest
 
 from conversations.models import Message, ModelCall, Run, RunEvent
+from conversations.run_request import RunRequest
 from conversations.runs.recover import runs_recover
-from conversations.services import send_message, start_generation
+from conversations.services import brief_send, send_message
 from testbed.fake_openai import turn
 from tests.support.fixtures import STALE_AFTER
-from tests.support.worker import heartbeat_stale, run_finished, wait_for
+from tests.support.worker import heartbeat_stale, wait_for, wait_until_finished
 
 pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
 
@@ -45,8 +46,10 @@ def test_a_run_that_kills_its_worker_every_time_ends_failed(worker, fake_openai,
         turn("The calmer version is ready."),  # the conversation's next message
     )
     ad = make_ad(language="en")
-    run = start_generation(ad=ad)
-    following = send_message(conversation=run.conversation, text="make it calmer")
+    run = brief_send(request=RunRequest(ad=ad))
+    following = send_message(
+        request=RunRequest(conversation=run.conversation, text="make it calmer")
+    )
     fake_openai.wait_for_requests(1)  # attempt 1's
 
     kill_and_recover(worker, run)
@@ -55,7 +58,7 @@ def test_a_run_that_kills_its_worker_every_time_ends_failed(worker, fake_openai,
     assert (run.status, run.claims, run.resumes) == ("running", 2, 1)
 
     kill_and_recover(worker, run)  # the new worker's claim finds the limit reached
-    assert run_finished(following).status == "succeeded"  # the conversation's next run
+    assert wait_until_finished(following).status == "succeeded"  # the conversation's next run
 
     run.refresh_from_db()
     assert (run.status, run.stop_cause, run.error_code) == ("failed", "error", "resume_limit")

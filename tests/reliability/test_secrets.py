@@ -13,7 +13,8 @@ from rest_framework.test import APIClient
 from accounts.services import token_create
 from adstudio.log_context import LogContextFilter
 from conversations.models import Run
-from conversations.services import start_generation
+from conversations.run_request import RunRequest
+from conversations.services import brief_send
 from testbed.fake_openai import error_turn, turn
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -60,8 +61,8 @@ def test_the_key_is_nowhere(fake_openai, settings, make_ad, staff_user, user):
         ),
     )
     try:
-        ok = start_generation(ad=make_ad(language="en"))
-        failed = start_generation(ad=make_ad(language="en", title="second"))
+        ok = brief_send(request=RunRequest(ad=make_ad(language="en")))
+        failed = brief_send(request=RunRequest(ad=make_ad(language="en", title="second")))
     finally:
         root.removeHandler(handler)
         root.setLevel(old_level)
@@ -117,9 +118,11 @@ def test_the_key_is_in_no_span(tracing_on, fake_openai, settings, make_ad, monke
     traced = tracing_on()
     try:
         runs = [
-            start_generation(ad=make_ad(language="en")),
-            start_generation(ad=make_ad(language="en", title="second")),
-            start_generation(ad=make_ad(language="en", title="third"), provider="anthropic"),
+            brief_send(request=RunRequest(ad=make_ad(language="en"))),
+            brief_send(request=RunRequest(ad=make_ad(language="en", title="second"))),
+            brief_send(
+                request=RunRequest(ad=make_ad(language="en", title="third"), provider="anthropic")
+            ),
         ]
     finally:
         anthropic.stop()

@@ -16,7 +16,7 @@ from providers.demo_lines import LINES
 from renders.models import Render
 from tests.support.versions import music, sfx, voices
 from workspaces.models import Membership
-from workspaces.roles import Role
+from workspaces.roles import MemberRole
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -31,7 +31,7 @@ def reviewer(django_user_model):
 @pytest.fixture
 def ad(make_ad, reviewer):
     ad = make_ad(language="th", duration_s=10)
-    Membership.objects.create(workspace=ad.workspace, user=reviewer, role=Role.REVIEWER)
+    Membership.objects.create(workspace=ad.workspace, user=reviewer, role=MemberRole.REVIEWER)
     draft_create(ad=ad, version=voices(LINES["th"].calm[0]))
     draft_create(ad=ad, version=voices(LINES["th"].calm[1], LINES["th"].calm[2]))
     draft_create(ad=ad, version=music("calm pad at 80 bpm", duration=10))

@@ -30,7 +30,7 @@ from renders.services import versions_of
 from tests.support.api import api_for
 from tests.support.versions import music, voices
 from workspaces.models import Membership
-from workspaces.roles import Role
+from workspaces.roles import MemberRole
 
 pytestmark = pytest.mark.django_db(transaction=True)  # the task runs when the row commits
 
@@ -160,7 +160,7 @@ def test_a_link_expires(ad, user, settings, tasks_executed, monkeypatch):
 
 
 def test_a_viewer_may_hear_the_ad(ad, user, other_user, tasks_executed):
-    Membership.objects.create(workspace=ad.workspace, user=other_user, role=Role.VIEWER)
+    Membership.objects.create(workspace=ad.workspace, user=other_user, role=MemberRole.VIEWER)
     body = api_for(other_user).post(f"/api/ads/{ad.pk}/renders", {}, format="json").json()
     body = api_for(other_user).get(f"/api/renders/{body['id']}").json()
     assert body["status"] == "done" and APIClient().get(body["audioUrl"]).status_code == 200

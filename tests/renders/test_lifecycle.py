@@ -283,13 +283,13 @@ def test_a_render_longer_than_its_lease_keeps_its_claim(
     """A long ad on a busy worker: its synthesis alone outlasts the lease. The lease is
     renewed as the tracks are made, so a sweep in the middle of the last one finds it
     alive and takes nothing back."""
-    from audio import speech
+    from audio import guide_voice
 
     settings.ADSTUDIO_RENDER_STALE_AFTER = 2
     ad = make_ad(duration_s=30)
     draft_create(ad=ad, version=voices(*["สวัสดีครับ"] * 6))
     render = Render.objects.create(ad=ad, **versions_of(ad))
-    real, made_so_far, taken_back = speech.synthesize, [], []
+    real, made_so_far, taken_back = guide_voice.synthesize, [], []
 
     def slow(*args, **kwargs):
         time.sleep(0.7)  # six tracks: 4.2 s of synthesis against a 2 s lease
@@ -298,7 +298,7 @@ def test_a_render_longer_than_its_lease_keeps_its_claim(
             taken_back.extend(renders_recover())
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(speech, "synthesize", slow)
+    monkeypatch.setattr(guide_voice, "synthesize", slow)
 
     made = render_make(render.pk)
 

@@ -115,7 +115,7 @@ class RedisServer:
             self.start()
 
 
-def run_finished(run, timeout: float = 30.0):
+def wait_until_finished(run, timeout: float = 30.0):
     """``run`` (a ``Run``), re-read once it has finished: woken by its events as they
     commit (``LISTEN``), as the API's ``?wait=`` is, not polled."""
     from conversations.events.waits import run_wait

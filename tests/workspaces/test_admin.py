@@ -16,7 +16,7 @@ from drafts.services import draft_create
 from tests.support.versions import music
 from voices.models import Voice
 from workspaces.models import Membership
-from workspaces.roles import Role
+from workspaces.roles import MemberRole
 from workspaces.services import workspace_create
 
 pytestmark = pytest.mark.django_db
@@ -34,7 +34,7 @@ def reviewer(django_user_model):
 def two_workspaces(user, other_user, reviewer):
     a = workspace_create(name="Workspace A", by=user)
     b = workspace_create(name="Workspace B", by=other_user)
-    Membership.objects.create(workspace=a, user=reviewer, role=Role.REVIEWER)
+    Membership.objects.create(workspace=a, user=reviewer, role=MemberRole.REVIEWER)
     brief = {"client": "Spotify", "language": "th", "duration_s": 30}
     ad_a = Ad.objects.create(workspace=a, owner=user, title="Ad of A", **brief)
     ad_b = Ad.objects.create(workspace=b, owner=other_user, title="Ad of B", **brief)

@@ -26,16 +26,16 @@ from voices.catalogue_managers import CATALOGUE_MANAGERS
 from voices.models import Voice
 from workspaces.invitations import invitation_send
 from workspaces.models import Invitation, Membership, Workspace
-from workspaces.roles import Action, Role, allows
+from workspaces.roles import Action, MemberRole, allows
 
 pytestmark = pytest.mark.django_db
 
 # Staff members: which Django permissions they hold, and their role in the workspace.
-STAFF: dict[str, tuple[str, Role | None]] = {
-    "reviewer": ("reviewers", Role.REVIEWER),
-    "viewer_in_reviewers": ("reviewers", Role.VIEWER),  # may activate, but not here
+STAFF: dict[str, tuple[str, MemberRole | None]] = {
+    "reviewer": ("reviewers", MemberRole.REVIEWER),
+    "viewer_in_reviewers": ("reviewers", MemberRole.VIEWER),  # may activate, but not here
     "reviewer_elsewhere": ("reviewers", None),
-    "manager": ("every permission", Role.ADMIN),
+    "manager": ("every permission", MemberRole.ADMIN),
     "manager_elsewhere": ("every permission", None),
 }
 
@@ -107,7 +107,7 @@ def world(django_user_model, user) -> dict:
         staff[name] = member
     staff["superuser"] = django_user_model.objects.create_superuser(username="root")
     invitation = invitation_send(
-        workspace=workspace, kind="username", identifier="newcomer", role=Role.VIEWER, by=user
+        workspace=workspace, kind="username", identifier="newcomer", role=MemberRole.VIEWER, by=user
     )
     token, _ = token_create(user=user)
     return {

@@ -12,7 +12,7 @@ from drafts.services import draft_activate, draft_create
 from testbed.fake_openai import turn
 from tests.support.versions import music
 from workspaces.models import AuditEntry, Membership, Workspace
-from workspaces.roles import Role
+from workspaces.roles import MemberRole
 from workspaces.services import workspace_create, workspace_personal
 
 pytestmark = pytest.mark.django_db
@@ -30,7 +30,7 @@ def api_for(user) -> APIClient:
 def team(user, other_user) -> Workspace:
     """alice's team, where bob is an editor."""
     workspace = workspace_create(name="Agency / Spotify", by=user)
-    Membership.objects.create(workspace=workspace, user=other_user, role=Role.EDITOR)
+    Membership.objects.create(workspace=workspace, user=other_user, role=MemberRole.EDITOR)
     return workspace
 
 
@@ -43,7 +43,7 @@ def test_a_new_user_gets_a_personal_workspace_on_first_use(user, other_user):
     assert response.status_code == 201, response.json()
     personal = Workspace.objects.get(personal_for=user)
     assert response.json()["workspaceId"] == str(personal.pk)
-    assert Membership.objects.get(workspace=personal).role == Role.ADMIN
+    assert Membership.objects.get(workspace=personal).role == MemberRole.ADMIN
     workspaces = api_for(user).get("/api/workspaces/").json()["results"]
     assert [(w["name"], w["personal"], w["myRole"]) for w in workspaces] == [
         ("alice's workspace", True, "admin")
@@ -84,7 +84,7 @@ def test_members_are_managed_by_admins_and_the_last_admin_stays(
     assert demoted.status_code == 409
     assert demoted.json()["error"]["code"] == "last_admin"
     assert alice.delete(f"{members}{user.pk}/").status_code == 409
-    assert Membership.objects.get(workspace=team, user=user).role == Role.ADMIN
+    assert Membership.objects.get(workspace=team, user=user).role == MemberRole.ADMIN
 
     assert alice.patch(f"{members}{carol.pk}/", {"role": "admin"}, format="json").status_code == 200
     assert alice.delete(f"{members}{user.pk}/").status_code == 204
@@ -175,18 +175,18 @@ def test_the_database_keeps_a_workspace_admin_however_the_change_is_made(user, o
     from django.db import IntegrityError, transaction
 
     team = workspace_create(name="Agency", by=user)
-    Membership.objects.create(workspace=team, user=other_user, role=Role.EDITOR)
+    Membership.objects.create(workspace=team, user=other_user, role=MemberRole.EDITOR)
 
     for change in (
         lambda: Membership.objects.filter(workspace=team, user=user).delete(),
-        lambda: Membership.objects.filter(workspace=team, user=user).update(role=Role.VIEWER),
+        lambda: Membership.objects.filter(workspace=team, user=user).update(role=MemberRole.VIEWER),
         lambda: type(user).objects.filter(pk=user.pk).delete(),
     ):
         with pytest.raises(IntegrityError, match="would have no admin"), transaction.atomic():
             change()
-    assert Membership.objects.get(workspace=team, user=user).role == Role.ADMIN
+    assert Membership.objects.get(workspace=team, user=user).role == MemberRole.ADMIN
 
-    Membership.objects.filter(workspace=team, user=other_user).update(role=Role.ADMIN)
+    Membership.objects.filter(workspace=team, user=other_user).update(role=MemberRole.ADMIN)
     Membership.objects.filter(workspace=team, user=user).delete()  # another admin stays
     assert list(Membership.objects.filter(workspace=team).values_list("role", flat=True)) == [
         "admin"

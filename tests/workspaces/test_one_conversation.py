@@ -9,6 +9,7 @@ import pytest
 from django.db import IntegrityError, connection, transaction
 
 from conversations.models import Conversation, Run
+from conversations.run_request import RunRequest
 from conversations.services import chat_message_send
 
 PARALLEL = 16
@@ -25,7 +26,9 @@ def test_parallel_first_messages_make_one_conversation(user, make_ad, monkeypatc
     def first_message(n: int) -> None:
         try:
             all_looked.wait()  # each request found no conversation (the view passes None)
-            chat_message_send(ad=ad, conversation=None, text=f"message {n}", user=user)
+            chat_message_send(
+                request=RunRequest(user=user, ad=ad, conversation=None, text=f"message {n}")
+            )
         except BaseException as exc:  # reported by the assertion below
             errors.append(exc)
         finally:

@@ -24,16 +24,16 @@ from renders.models import Render
 from tests.support.versions import music, voices
 from workspaces.invitations import invitation_send
 from workspaces.models import AuditEntry, Membership, Workspace
-from workspaces.roles import Action, Role, allows
+from workspaces.roles import Action, MemberRole, allows
 
 pytestmark = pytest.mark.django_db
 
 # Callers: a member with each role, and those the model must refuse whatever else they are.
-ROLE_OF: dict[str, Role | None] = {
-    "viewer": Role.VIEWER,
-    "reviewer": Role.REVIEWER,
-    "editor": Role.EDITOR,
-    "admin": Role.ADMIN,
+ROLE_OF: dict[str, MemberRole | None] = {
+    "viewer": MemberRole.VIEWER,
+    "reviewer": MemberRole.REVIEWER,
+    "editor": MemberRole.EDITOR,
+    "admin": MemberRole.ADMIN,
     "outsider": None,  # an admin of another workspace
     "staff": None,  # is_staff, no group, no membership
     "staff_reviewer": None,  # is_staff, in the Reviewers group, no membership
@@ -79,10 +79,10 @@ def world(django_user_model) -> World:
     for name, role in ROLE_OF.items():
         if role is not None:
             Membership.objects.create(workspace=workspace, user=users[name], role=role)
-            Membership.objects.create(workspace=target, user=users[name], role=Role.ADMIN)
-    Membership.objects.create(workspace=workspace, user=colleague, role=Role.VIEWER)
-    Membership.objects.create(workspace=other, user=users["outsider"], role=Role.ADMIN)
-    Membership.objects.create(workspace=target, user=users["outsider"], role=Role.ADMIN)
+            Membership.objects.create(workspace=target, user=users[name], role=MemberRole.ADMIN)
+    Membership.objects.create(workspace=workspace, user=colleague, role=MemberRole.VIEWER)
+    Membership.objects.create(workspace=other, user=users["outsider"], role=MemberRole.ADMIN)
+    Membership.objects.create(workspace=target, user=users["outsider"], role=MemberRole.ADMIN)
 
     ad = Ad.objects.create(
         workspace=workspace, owner=users["editor"], title="Family plan", client="Spotify",
@@ -101,7 +101,7 @@ def world(django_user_model) -> World:
     run = Run.objects.create(conversation=conversation, input_text="again")
     render = Render.objects.create(ad=ad, music=draft)
     invitation = invitation_send(
-        workspace=workspace, kind="username", identifier="newcomer", role=Role.VIEWER, by=None
+        workspace=workspace, kind="username", identifier="newcomer", role=MemberRole.VIEWER, by=None
     )
     colleague_token, _ = token_create(user=colleague)
     tokens = {name: token_create(user=users[name])[1] for name in users}

@@ -36,7 +36,7 @@ from evaluations.datasets import GoldenSet, InvalidGoldenSet, golden_set, golden
 from evaluations.judge import BriefFitJudge
 from evaluations.models import EvaluationRun, EvaluationStatus
 from evaluations.runner import CaseFailed, CaseSetup, run_case
-from evaluations.services import ALL, case_deltas, git_commit, result_record, run_finish
+from evaluations.services import ALL, case_deltas, evaluation_run_finish, git_commit, result_record
 from providers import replay
 from providers.router import rerouted
 
@@ -192,7 +192,7 @@ class Command(BaseCommand):
                     if progress.stopped.is_set()
                     else EvaluationStatus.FINISHED
                 )
-                run_missed = run_finish(run, status=status, thresholds=thresholds)
+                run_missed = evaluation_run_finish(run, status=status, thresholds=thresholds)
                 self._report(run, baseline, run_missed)
                 missed += [f"{run.dataset_name}: {line}" for line in run_missed]
         if options["record"]:

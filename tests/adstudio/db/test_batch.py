@@ -15,7 +15,15 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from adstudio.db.batch import Add, Batch, WriteConflict, _as_text, _insert_template, _text_columns
-from conversations.models import Conversation, Message, ModelCall, Role, Run, RunEvent, RunStatus
+from conversations.models import (
+    Conversation,
+    Message,
+    MessageRole,
+    ModelCall,
+    Run,
+    RunEvent,
+    RunStatus,
+)
 from drafts.models import Ad, Draft
 from drafts.services import ad_create
 
@@ -216,7 +224,7 @@ def test_rows_read_back_as_the_orm_wrote_them(run):
     values = {
         "conversation": run.conversation,
         "run_id": str(run.pk),  # a UUID as text
-        "role": Role.ASSISTANT,
+        "role": MessageRole.ASSISTANT,
         "text": 'ไทย "q"\n',
         "tool_calls": [{"id": "c1", "name": "search_voices", "arguments": {"n": 2.5}}],
         "provider_data": {"stopped_by": None},

@@ -20,7 +20,7 @@ from conversations.models import Conversation, Run
 from providers import Usage
 from providers.pricing import usage_cost
 from testbed.fake_openai import call, turn
-from tests.support.worker import run_finished
+from tests.support.worker import wait_until_finished
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -206,10 +206,11 @@ def test_a_workers_metrics_reach_the_web_through_the_multiprocess_directory(
     """The worker writes its values to files in PROMETHEUS_MULTIPROC_DIR; this process,
     as a web process of the same host, reads them all at the scrape."""
     settings.PROMETHEUS_MULTIPROC_DIR = str(worker_metrics_dir(tmp_path))
-    from conversations.services import start_generation
+    from conversations.run_request import RunRequest
+    from conversations.services import brief_send
 
     fake_openai.script(turn("Done.", usage=USAGE[0]))
-    run = run_finished(start_generation(ad=make_ad(language="en")))
+    run = wait_until_finished(brief_send(request=RunRequest(ad=make_ad(language="en"))))
     assert run.status == "succeeded"
     finished = {"provider": "openai", "status": "succeeded"}
 

@@ -20,11 +20,12 @@ from rest_framework.test import APIClient
 from accounts.services import token_create
 from adstudio.observability import current_trace_id, hooks, switch, tracing
 from conversations.models import Run
-from conversations.services import start_generation
+from conversations.run_request import RunRequest
+from conversations.services import brief_send
 from testbed.fake_openai import TEST_API_KEY, call, turn
 from tests.support.fixtures import STALE_AFTER
 from tests.support.otlp import SpanRecord
-from tests.support.worker import ROOT, heartbeat_stale, run_finished, wait_for
+from tests.support.worker import ROOT, heartbeat_stale, wait_for, wait_until_finished
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -61,7 +62,7 @@ def api_for(user) -> APIClient:
 
 
 def wait_finished(run_id: str) -> Run:
-    return run_finished(Run.objects.get(pk=run_id))
+    return wait_until_finished(Run.objects.get(pk=run_id))
 
 
 def one(spans: list[SpanRecord], what: str, **match) -> SpanRecord:
@@ -246,12 +247,12 @@ def test_content_is_recorded_only_when_the_setting_says_so(
 
     fake_providers.script(*script)
     traced = tracing_on()
-    start_generation(ad=make_ad(language="en", title="plain"))
+    brief_send(request=RunRequest(ad=make_ad(language="en", title="plain")))
     plain = traced.spans()
     tracing.uninstall()
     fake_providers.script(*script)
     traced = tracing_on(content=True)
-    start_generation(ad=make_ad(language="en", title="with content"))
+    brief_send(request=RunRequest(ad=make_ad(language="en", title="with content")))
     with_content = traced.spans()
 
     def content(spans):
@@ -291,7 +292,7 @@ def test_with_tracing_off_the_hooks_do_nothing(fake_providers, make_ad, make_voi
     assert not switch.on and switch.tracer is None
     make_voice(language="en")
     fake_providers.script(turn("Done."))
-    run = start_generation(ad=make_ad(language="en"))
+    run = brief_send(request=RunRequest(ad=make_ad(language="en")))
     run.refresh_from_db()
     assert run.status == "succeeded"
     assert Run.objects.get(pk=run.pk).trace_context == ""  # no UPDATE was made

@@ -35,7 +35,7 @@ ESPEAK_PITCH = 3  # 0-100, 50 the voice's own
 RAND_SEED = 1  # eSpeak's noise (breath, fricatives' jitter), the same for every synthesis
 DEFAULT_WPM = 175  # eSpeak's own default reading speed
 # Words a minute per language at speed 1.0, so the guide voice reads at about the pace
-# the script was planned for (adstudio.speech): eSpeak's 175 read the demo's lines from
+# the script was planned for (adstudio.speaking_time): eSpeak's 175 read the demo's lines from
 # 0.77 (French) to 3.2 (Japanese) times the planned length; 175 x that ratio, within
 # eSpeak's 80-450, brings each near 1 (docs/benchmarks/HISTORY.md, "Scratch track").
 WPM = {
