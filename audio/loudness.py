@@ -13,7 +13,7 @@ from functools import cache
 
 import numpy as np
 import pyloudnorm
-from scipy.signal import firwin, upfirdn
+from scipy.signal import firwin, lfilter, upfirdn
 
 ABSOLUTE_GATE = -70.0  # LUFS
 OVERSAMPLING = 4  # BS.1770-4 Annex 2 at 48 kHz; lower rates to at least 192 kHz
@@ -30,6 +30,12 @@ class Measured:
     short_term_max_lufs: float
 
 
+# A filter's state under this is dropped in silence: what it would still put out squares
+# to exactly 0.0 in float64, so every block's power is what it was with it.
+_NEGLIGIBLE_STATE = 1e-170
+_CHUNK = 4_800  # samples: an IIR's state decays by far less than 1e-100 over one
+
+
 def k_weighted(samples: np.ndarray, rate: int) -> np.ndarray:
     """The signal through BS.1770's K-weighting (pyloudnorm's two biquads)."""
     out = samples.astype(np.float64)
@@ -37,7 +43,41 @@ def k_weighted(samples: np.ndarray, rate: int) -> np.ndarray:
         pyloudnorm.IIRfilter(4.0, 1 / np.sqrt(2), 1500.0, rate, "high_shelf"),
         pyloudnorm.IIRfilter(0.0, 0.5, 38.0, rate, "high_pass"),
     ):
-        out = stage.apply_filter(out)
+        out = stage.passband_gain * _filtered(stage.b, stage.a, out)
+    return out
+
+
+def _filtered(b: np.ndarray, a: np.ndarray, signal: np.ndarray) -> np.ndarray:
+    """``lfilter(b, a, signal)``, but for the tail it would ring on into silence forever.
+
+    After a sound, over exact zeros (a mix's silence), a biquad's state decays into
+    subnormal floats and stays there, cycling by rounding: arithmetic on subnormals is ~50
+    times slower, and a mix that ends in silence took seconds to measure. Filtered a run
+    of chunks at a time (the state carried, the same arithmetic), a silent chunk whose
+    state has decayed past what squares to anything is all zeros, and the state starts
+    again from 0.
+    """
+    out = np.empty_like(signal)
+    state = np.zeros(max(len(a), len(b)) - 1)
+    chunks = -(-len(signal) // _CHUNK)
+    sounding = np.zeros(chunks * _CHUNK, dtype=bool)
+    sounding[: len(signal)] = signal != 0
+    sounding = sounding.reshape(chunks, _CHUNK).any(axis=1)
+    chunk = 0
+    while chunk < chunks:
+        if sounding[chunk]:  # the whole run of sounding chunks in one call
+            rest = sounding[chunk:]
+            end = chunk + (len(rest) if rest.all() else int(np.argmin(rest)))
+        elif np.abs(state).max() < _NEGLIGIBLE_STATE:
+            out[chunk * _CHUNK : (chunk + 1) * _CHUNK] = 0.0
+            state[:] = 0.0
+            chunk += 1
+            continue
+        else:
+            end = chunk + 1
+        part = slice(chunk * _CHUNK, end * _CHUNK)
+        out[part], state = lfilter(b, a, signal[part], zi=state)
+        chunk = end
     return out
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import logging
 import os
 import subprocess
@@ -168,26 +169,53 @@ def test_threads_asking_at_once_share_one_client(keys, settings, monkeypatch):
     assert all(provider is providers[0] for provider in providers)
 
 
+# Django set up once, then a forked child per code: each starts from the state a new
+# process has after django.setup() (no thread runs by then to be lost in the fork), and
+# the set-up, a second of each process, is paid once.
+_FORKED = """
+import os, sys, django
+django.setup()
+children = []
+for code in sys.argv[1:]:
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.close(read)
+            os.dup2(write, 1)
+            exec(code, {"__name__": "__main__"})
+            sys.stdout.flush()
+        except BaseException:
+            import traceback
+            traceback.print_exc()
+            os._exit(1)
+        os._exit(0)
+    os.close(write)
+    children.append((code, pid, read))
+reports = []
+for code, pid, read in children:
+    with os.fdopen(read) as out:
+        reports.append(out.read().strip())
+    if os.waitpid(pid, 0)[1] != 0:
+        sys.exit(f"failed: {code}")
+print(repr(reports))
+"""
+
+
 def _sdks_imported_after(*codes: str) -> list[str]:
-    """For each of ``codes``, in a new process with the project's settings (all started at
-    once): "openai anthropic" as each is in sys.modules after it, e.g. "False False"."""
+    """For each of ``codes``, in a process of its own with the project's settings (all
+    started at once, forked from one that set Django up): "openai anthropic" as each is
+    in sys.modules after it, e.g. "False False"."""
     report = "print('openai' in sys.modules, 'anthropic' in sys.modules)"
-    processes = [
-        subprocess.Popen(
-            [sys.executable, "-c", f"import sys, django; django.setup(); {code}; {report}"],
-            env={**os.environ, "DJANGO_SETTINGS_MODULE": "adstudio.settings"},
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        for code in codes
-    ]
-    reports = []
-    for process in processes:
-        out, err = process.communicate(timeout=120)
-        assert process.returncode == 0, err
-        reports.append(out.strip())
-    return reports
+    done = subprocess.run(
+        [sys.executable, "-c", _FORKED, *(f"import sys; {code}; {report}" for code in codes)],
+        env={**os.environ, "DJANGO_SETTINGS_MODULE": "adstudio.settings"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    return ast.literal_eval(done.stdout.strip().splitlines()[-1])
 
 
 @pytest.mark.slow
