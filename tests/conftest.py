@@ -108,6 +108,25 @@ def _is_loopback(host: object) -> bool:
         return False
 
 
+@pytest.fixture(scope="session")
+def django_db_setup(django_db_setup, django_db_blocker):
+    """The test databases commit without waiting for the disk (``synchronous_commit`` off
+    for them alone, not for the server): a test's data dies with its database, and about a
+    millisecond a commit adds up over the suite's commits. What is proven durable is proven
+    on private servers (tests/reliability), and that the product never turns the wait off
+    itself, in tests/adstudio/db/test_batch.py. The shared gunicorn and worker connect
+    after this, so they commit the same way."""
+    from django.db import connections
+
+    with django_db_blocker.unblock():
+        for connection in connections.all():
+            with connection.cursor() as cursor:
+                name = connection.ops.quote_name(connection.settings_dict["NAME"])
+                cursor.execute(f"ALTER DATABASE {name} SET synchronous_commit TO off")
+            connection.close()  # its next session takes the setting
+    yield
+
+
 @pytest.fixture(scope="session", autouse=True)
 def _run_wakeups_stopped_before_teardown(django_db_setup):
     """The run wake-ups' and the run cancels' listeners hold connections to the test
