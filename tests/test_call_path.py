@@ -1,6 +1,7 @@
-"""The walk of a chat message from its POST to the draft row is a straight line: down from
-the view through the chat-send service, the enqueue, the task and the loop to the write,
-never back into a module it had left (``python -m benchmarks.call_path`` prints it)."""
+"""The stack at a chat message's draft INSERT is a straight line: down from the view
+through the chat-send service, the enqueue, the task and the loop to the write, no module
+on it entered again after it was left (``python -m benchmarks.call_path`` prints it). One
+stack, at the INSERT: the calls that returned before it are not seen here."""
 
 from __future__ import annotations
 
