@@ -18,10 +18,21 @@ from urllib.parse import urlsplit, urlunsplit
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results"
 DEFAULT_DATABASE = "adstudio_bench"
+# Beside another checkout on the same servers: ADSTUDIO_BENCH_DATABASE_PREFIX=other_bench
+# names every benchmark's database other_bench* instead of adstudio_bench*.
+DATABASE_PREFIX = os.environ.get("ADSTUDIO_BENCH_DATABASE_PREFIX", DEFAULT_DATABASE)
 
 
 def bench_database_url(database: str = DEFAULT_DATABASE) -> str:
-    """DATABASE_URL with its database name replaced by ``database``."""
+    """DATABASE_URL with its database name replaced by ``database`` (its ``adstudio_bench``
+    replaced by ``ADSTUDIO_BENCH_DATABASE_PREFIX`` when that is set)."""
+    if not DATABASE_PREFIX.isidentifier():
+        sys.exit(
+            f"ADSTUDIO_BENCH_DATABASE_PREFIX={DATABASE_PREFIX!r}: use letters, digits and "
+            "underscores, not starting with a digit"
+        )
+    if database.startswith(DEFAULT_DATABASE):
+        database = DATABASE_PREFIX + database.removeprefix(DEFAULT_DATABASE)
     base = os.environ.get("DATABASE_URL", "")
     if not base.startswith(("postgres://", "postgresql://")):
         sys.exit(

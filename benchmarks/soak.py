@@ -56,7 +56,7 @@ from testbed.fake_openai import TEST_API_KEY, FakeOpenAIServer, Turn, call, erro
 from testbed.worker import worker_command
 
 DATABASE = "adstudio_bench_soak"
-REDIS = "redis://127.0.0.1:6379/11"
+REDIS = os.environ.get("ADSTUDIO_BENCH_SOAK_REDIS_URL", "redis://127.0.0.1:6379/11")
 LOOPBACK = {"127.0.0.1", "localhost", "::1"}
 SAMPLE_CATALOGUE = ROOT / "voices" / "fixtures" / "sample_catalogue.json"
 MEMORY_GROWTH_FLAG = 0.20

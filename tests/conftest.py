@@ -117,9 +117,12 @@ def django_db_setup(django_db_setup, django_db_blocker):
     itself, in tests/adstudio/db/test_batch.py. The shared gunicorn and worker connect
     after this, so they commit the same way."""
     from django.db import connections
+    from django.db.backends.base.creation import TEST_DATABASE_PREFIX
 
     with django_db_blocker.unblock():
         for connection in connections.all():
+            if not connection.settings_dict["NAME"].startswith(TEST_DATABASE_PREFIX):
+                continue  # no test of this session uses the database: none was made
             with connection.cursor() as cursor:
                 name = connection.ops.quote_name(connection.settings_dict["NAME"])
                 cursor.execute(f"ALTER DATABASE {name} SET synchronous_commit TO off")
