@@ -199,11 +199,13 @@ def reference_loop_ms() -> float:
     return min(timings)
 
 
-def process_cpu_seconds(*, session: int | None = None, name: str | None = None) -> float:
+def process_cpu_seconds(
+    *, session: int | None = None, name: str | None = None, pids: set[int] | None = None
+) -> float:
     """User and system CPU seconds of the running processes of ``session`` (a process
-    started by ``start`` leads its own) or named ``name`` (PostgreSQL's are
-    ``postgres``). Processes that exit take their time with them: compare over a
-    window in which they all live."""
+    started by ``start`` leads its own), named ``name``, or with one of ``pids``.
+    Processes that exit take their time with them: compare over a window in which they
+    all live."""
     ticks = 0
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
@@ -212,9 +214,32 @@ def process_cpu_seconds(*, session: int | None = None, name: str | None = None) 
             continue  # ended meanwhile
         comm = text[text.index("(") + 1 : text.rindex(")")]
         fields = text[text.rindex(")") + 2 :].split()
-        if (session is not None and int(fields[3]) == session) or comm == name:
+        if (
+            (session is not None and int(fields[3]) == session)
+            or comm == name
+            or (pids is not None and int(stat.parent.name) in pids)
+        ):
             ticks += int(fields[11]) + int(fields[12])
     return ticks / os.sysconf("SC_CLK_TCK")
+
+
+def backend_pids(url: str) -> set[int]:
+    """The PostgreSQL server processes serving ``url``'s database (the benchmark's own,
+    not another project's on the same server), but for the one asking."""
+    import psycopg
+
+    with psycopg.connect(url) as connection:
+        rows = connection.execute(
+            "SELECT pid FROM pg_stat_activity "
+            "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+        ).fetchall()
+    return {pid for (pid,) in rows}
+
+
+def database_cpu_seconds(url: str) -> float:
+    """CPU seconds of the server processes of ``url``'s database, read from /proc (the
+    server on this machine)."""
+    return process_cpu_seconds(pids=backend_pids(url))
 
 
 def _cpu_ticks() -> list[int] | None:

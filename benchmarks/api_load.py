@@ -43,6 +43,7 @@ from benchmarks._bench_db import (
     bench_database_url,
     claim_redis,
     create_database,
+    database_cpu_seconds,
     empty_work_queue,
     free_port,
     machine,
@@ -280,7 +281,8 @@ def main() -> None:
             cpu_of = {
                 "web": lambda: process_cpu_seconds(session=web.pid),
                 "worker": lambda: process_cpu_seconds(session=worker.pid),
-                "postgres": lambda: process_cpu_seconds(name="postgres"),
+                # the benchmark database's own backends, not every postgres here
+                "postgres": lambda: database_cpu_seconds(url),
                 "load generator": time.process_time,
             }
             base = f"http://127.0.0.1:{port}"

@@ -27,3 +27,27 @@ def test_a_prefix_that_is_no_database_name_is_refused_naming_the_variable(monkey
     monkeypatch.setattr(_bench_db, "DATABASE_PREFIX", 'x"; DROP')
     with pytest.raises(SystemExit, match="ADSTUDIO_BENCH_DATABASE_PREFIX"):
         _bench_db.bench_database_url()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_database_cpu_is_of_that_databases_backends_only():
+    """api_load's PostgreSQL CPU: the backends of its own database, not every postgres
+    process on the machine (another project's, another test process's)."""
+    import os
+
+    import psycopg
+    from django.db import connection
+
+    settings = connection.settings_dict
+    url = f"postgres://{settings['USER']}@{settings['HOST']}:{settings['PORT']}/{settings['NAME']}"
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_backend_pid()")
+        ours = cursor.fetchone()[0]
+    other_url = url.rsplit("/", 1)[0] + "/postgres"
+    with psycopg.connect(other_url) as other:
+        elsewhere = other.execute("SELECT pg_backend_pid()").fetchone()[0]
+        pids = _bench_db.backend_pids(url)
+    assert ours in pids
+    assert elsewhere not in pids
+    assert _bench_db.process_cpu_seconds(pids={os.getpid()}) > 0
+    assert _bench_db.process_cpu_seconds(pids=set()) == 0
