@@ -55,6 +55,8 @@ from benchmarks._bench_db import (
     ROOT,
     CpuSteal,
     bench_database_url,
+    commit_latency,
+    commit_latency_report,
     create_database,
     empty_work_queue,
     machine,
@@ -250,6 +252,7 @@ def loop_mode(args) -> dict:
         "runs": args.runs,
         "ms_per_round": {
             "p50": statistics.median(ms_per_round),
+            "mean": statistics.fmean(ms_per_round),
             "p95": percentile(ms_per_round, 0.95),
         },
         "queries_per_round": {
@@ -268,6 +271,7 @@ def loop_mode(args) -> dict:
     print(f"loop: {args.runs} runs x {ROUNDS} rounds, model time excluded")
     print(
         f"  ms per round      p50 {result['ms_per_round']['p50']:.2f}   "
+        f"mean {result['ms_per_round']['mean']:.2f}   "
         f"p95 {result['ms_per_round']['p95']:.2f}   (target < 5)"
     )
     print(
@@ -698,13 +702,17 @@ def main() -> None:
     url = bench_database_url(args.database or DEFAULT_DATABASE)
     create_database(url)
     setup_django(url)
+    disk_before = commit_latency(url)
     with CpuSteal() as steal:
         mode = {"loop": loop_mode, "worker": worker_mode, "commit": commit_mode}[args.mode]
         result = mode(args)
+    disk_after = commit_latency(url)
     result["machine"] = machine()
     result["cpu_steal_percent"] = steal.percent
     result["cpu_reference_loop_ms"] = steal.reference_ms
+    result["commit_latency_ms"] = {"before": disk_before, "after": disk_after}
     print(steal.report())
+    print(commit_latency_report(disk_before, disk_after))
     print(f"results: {write_results(f'agent_loop_{args.mode}', result)}")
 
 

@@ -42,6 +42,8 @@ from benchmarks._bench_db import (
     CpuSteal,
     bench_database_url,
     claim_redis,
+    commit_latency,
+    commit_latency_report,
     create_database,
     database_cpu_seconds,
     empty_work_queue,
@@ -288,6 +290,7 @@ def main() -> None:
             base = f"http://127.0.0.1:{port}"
             if args.warmup:
                 one_run(base, pairs, args.warmup, args.think, args.flood, cpu_of)
+            disk_before = commit_latency(url)
             with CpuSteal() as steal:
                 results = [
                     one_run(
@@ -300,6 +303,7 @@ def main() -> None:
                     )
                     for _ in range(args.runs)
                 ]
+            disk_after = commit_latency(url)
         finally:
             for process in (web, worker):
                 os.killpg(process.pid, 15)
@@ -338,6 +342,7 @@ def main() -> None:
         "errors": sum(sum(r["errors"].values()) for r in results),
         "machine": machine(),
         "cpu_steal_percent": steal.percent,
+        "commit_latency_ms": {"before": disk_before, "after": disk_after},
         "cpu_reference_loop_ms": steal.reference_ms,
     }
     m = summary["median"]
@@ -365,6 +370,7 @@ def main() -> None:
     cpu = ", ".join(f"{part} {ms:.1f}" for part, ms in m["cpu_ms_per_message"].items())
     print(f"  CPU per chat message (ms): {cpu}; web per request {m['web_cpu_ms_per_request']:.1f}")
     print(steal.report())
+    print(commit_latency_report(disk_before, disk_after))
     print(f"  errors {summary['errors']}: {[r['errors'] for r in results]}")
     print(f"results: {write_results('api_load', summary)}")
 

@@ -51,3 +51,19 @@ def test_the_database_cpu_is_of_that_databases_backends_only():
     assert elsewhere not in pids
     assert _bench_db.process_cpu_seconds(pids={os.getpid()}) > 0
     assert _bench_db.process_cpu_seconds(pids=set()) == 0
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_commit_latency_is_a_reading_of_durable_single_row_commits():
+    from django.db import connection
+
+    settings = connection.settings_dict
+    url = f"postgres://{settings['USER']}@{settings['HOST']}:{settings['PORT']}/{settings['NAME']}"
+    reading = _bench_db.commit_latency(url, commits=5)
+    assert set(reading) == {"median_ms", "mean_ms"}
+    assert 0 < reading["median_ms"] < 1000 and 0 < reading["mean_ms"] < 1000
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM bench_commit_probe")
+        assert cursor.fetchone()[0] == 0  # nothing left behind in the database
+    report = _bench_db.commit_latency_report(reading, reading)
+    assert "durable commit" in report and "median / mean" in report
