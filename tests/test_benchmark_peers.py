@@ -52,3 +52,13 @@ def test_the_peer_runs_the_standard_session_and_stores_it_in_sqlite(tmp_path):
         "create_sfx_draft",
     ]
     assert rows[-1]["content"][0]["text"].startswith("Voices, music and sound effects")
+
+
+def test_only_pairs_whose_commits_agree_within_2x_give_ratios():
+    from benchmarks.peers.__main__ import mean_per_round, per_round, steady_pairs
+
+    # the median pair commits in 0.4 ms; 0.9 ms (over 2x) and 0.15 ms (under half) go
+    assert steady_pairs([0.3, 0.4, 0.9, 0.5, 0.15]) == [0, 1, 3]
+    assert steady_pairs([2.5, 2.6, 4.9]) == [0, 1, 2]  # a loaded disk the whole time
+    sessions = [10.0, 10.0, 40.0]  # one slow commit's session
+    assert per_round(sessions) < mean_per_round(sessions)

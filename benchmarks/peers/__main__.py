@@ -7,8 +7,11 @@ one process in alternating blocks so that both see the same minutes of this mach
 
 ``compare``: ``--pairs`` times, a block of ``--block`` sessions of ours, one of the peer
 in memory and one of the peer with ``SQLiteSession`` (the blocks' order turning from
-pair to pair); prints each block's median milliseconds per round, the model's time taken
-out, and the ratios ours / peer, then their medians over the pairs.
+pair to pair); prints each block's median and mean milliseconds per round, the model's
+time taken out, the durable commit latency of the pair's minute (``_bench_db.commit_latency``),
+and the ratios ours / peer; then their medians over the pairs whose commit latency is within
+2x of the median pair's (a disk another tenant loads slows our commits, not the peer's
+memory: a ratio from such a minute measures the disk, and the pair is left out, said so).
 
 ``instructions``: each side alone under callgrind (``adstudio`` and ``peer`` below) with
 ``--small`` and ``--large`` sessions; instructions per round from the difference
@@ -34,6 +37,7 @@ from pathlib import Path
 from benchmarks._bench_db import (
     CpuSteal,
     bench_database_url,
+    commit_latency,
     create_database,
     machine,
     setup_django,
@@ -58,7 +62,7 @@ class OurLoop:
     """Our side: the loop in this process on PostgreSQL, as ``agent_loop loop`` runs it."""
 
     def __init__(self) -> None:
-        url = bench_database_url(DATABASE)
+        self.url = url = bench_database_url(DATABASE)
         create_database(url)
         setup_django(url)
         import_sample_catalogue_if_empty()
@@ -82,6 +86,17 @@ def per_round(block: list[float]) -> float:
     return statistics.median(block) / ROUNDS
 
 
+def mean_per_round(block: list[float]) -> float:
+    """A block's mean session, per round: the slow commits' tail, which the median hides."""
+    return statistics.fmean(block) / ROUNDS
+
+
+def steady_pairs(latencies: list[float]) -> list[int]:
+    """The pairs whose commit latency is within 2x of the median pair's."""
+    middle = statistics.median(latencies)
+    return [i for i, ms in enumerate(latencies) if middle / 2 <= ms <= middle * 2]
+
+
 def compare_mode(args) -> dict:
     import_agents()
     ours = OurLoop()
@@ -100,23 +115,30 @@ def compare_mode(args) -> dict:
             f"rounds, ms per round (block median, model time excluded); {source_revision()}"
         )
         blocks: dict[str, list[float]] = {side: [] for side in sides}
+        means: dict[str, list[float]] = {side: [] for side in sides}
         sessions: dict[str, list[float]] = {side: [] for side in sides}
+        commits: list[dict[str, float]] = []
         order = list(sides)
         with CpuSteal() as steal:
             for pair in range(args.pairs):
+                commits.append(commit_latency(ours.url, commits=20))
                 turned = order[pair % len(order) :] + order[: pair % len(order)]
                 for side in turned:
                     timings = sides[side](args.block)
                     sessions[side].extend(timings)
                     blocks[side].append(per_round(timings))
+                    means[side].append(mean_per_round(timings))
                 ratios = {s: blocks[OURS][-1] / blocks[s][-1] for s in STORAGES}
                 print(
-                    f"  pair {pair + 1}: adstudio {blocks[OURS][-1]:.2f}, "
-                    f"openai-agents memory {blocks['memory'][-1]:.2f}, "
-                    f"sqlite {blocks['sqlite'][-1]:.2f}; ratios adstudio / peer: "
-                    f"memory {ratios['memory']:.2f}, sqlite {ratios['sqlite']:.2f}"
+                    f"  pair {pair + 1}: adstudio {blocks[OURS][-1]:.2f} "
+                    f"(mean {means[OURS][-1]:.2f}), openai-agents memory "
+                    f"{blocks['memory'][-1]:.2f}, sqlite {blocks['sqlite'][-1]:.2f}; ratios "
+                    f"adstudio / peer: memory {ratios['memory']:.2f}, sqlite "
+                    f"{ratios['sqlite']:.2f}; durable commit {commits[-1]['median_ms']:.2f} ms"
                 )
-    ratios = {s: [a / b for a, b in zip(blocks[OURS], blocks[s], strict=True)] for s in STORAGES}
+    kept = steady_pairs([c["median_ms"] for c in commits])
+    ratios = {s: [blocks[OURS][i] / blocks[s][i] for i in kept] for s in STORAGES}
+    mean_ratios = {s: [means[OURS][i] / means[s][i] for i in kept] for s in STORAGES}
     result = {
         "source": source_revision(),
         "openai_agents": version("openai-agents"),
@@ -124,10 +146,14 @@ def compare_mode(args) -> dict:
         "block": args.block,
         "ms_per_round_blocks": blocks,
         "ms_per_session": sessions,
+        "ms_per_round_mean_blocks": means,
         "ms_per_round_median": {side: statistics.median(v) for side, v in blocks.items()},
+        "commit_latency_ms_per_pair": commits,
+        "pairs_kept": [i + 1 for i in kept],
         "ratio_per_pair": ratios,
         "ratio_median": {s: statistics.median(v) for s, v in ratios.items()},
-        "bars": {"sqlite": 1.0, "memory": 1.6},
+        "ratio_of_means_median": {s: statistics.median(v) for s, v in mean_ratios.items()},
+        "bars": {"sqlite": 1.0, "memory": 1.0},
         "cpu_steal_percent": steal.percent,
         "cpu_reference_loop_ms": steal.reference_ms,
         "machine": machine(),
@@ -137,12 +163,18 @@ def compare_mode(args) -> dict:
         f"  medians over the pairs: adstudio {median[OURS]:.2f} ms per round, openai-agents "
         f"memory {median['memory']:.2f}, sqlite {median['sqlite']:.2f}"
     )
+    left_out = sorted(set(range(1, args.pairs + 1)) - set(result["pairs_kept"]))
+    print(
+        f"  ratios over {len(kept)} of {args.pairs} pairs, their durable commits within 2x "
+        f"of the median pair's{f' (left out: pairs {left_out})' if left_out else ''}"
+    )
     for storage in STORAGES:
         ratio, bar = result["ratio_median"][storage], result["bars"][storage]
-        verdict = "met" if ratio <= bar else "not met"
+        of_means = result["ratio_of_means_median"][storage]
+        verdict = "met" if max(ratio, of_means) <= bar else "not met"
         print(
-            f"  adstudio / openai-agents {storage}: median ratio {ratio:.2f} "
-            f"(bar <= {bar}: {verdict})"
+            f"  adstudio / openai-agents {storage}: median ratio {ratio:.2f}, of means "
+            f"{of_means:.2f} (bar <= {bar}, both: {verdict})"
         )
     print(steal.report())
     return result
