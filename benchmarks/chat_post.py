@@ -8,7 +8,8 @@ authentication by token, the throttle (its counts in Redis), DRF's parsing and
 validation, the ad's latest conversation read, the run's row written, and the run's task
 published to the broker (Redis, ``--broker-url``, emptied first and refused if it holds
 keys no benchmark wrote). Not included: the HTTP server's parsing and the socket, which
-``benchmarks.api_load`` measures with the rest. The messages go to ``--ads`` ads in turn,
+``benchmarks.api_load`` measures with the rest; then the round trips of a POST, statements
+to PostgreSQL and requests to Redis, counted. The messages go to ``--ads`` ads in turn,
 each its own user's, each with its conversation started by its first message, as the 50
 clients of ``api_load`` post to their 50 ads; no worker runs them, so they stay queued.
 The throttle's window is a second (``1000000/second``), so each user's history holds one
@@ -127,6 +128,37 @@ def main() -> None:
         + " / ".join(f"{ms:.2f}" for ms in per_post)
         + ")"
     )
+    statements, redis_trips = round_trips(post, args.posts)
+    print(
+        f"round trips per POST: PostgreSQL {statements:.1f} statements, "
+        f"Redis {redis_trips:.1f} requests (a pipeline counted once; no idempotency key sent)"
+    )
+
+
+def round_trips(post, posts: int) -> tuple[float, float]:
+    """Statements sent to PostgreSQL and requests written to Redis (a pipeline is one) per
+    POST, over ``posts`` more POSTs."""
+    from unittest import mock
+
+    from django.db import connection
+    from redis.connection import AbstractConnection
+
+    statements = 0
+
+    def count(execute, sql, params, many, context):
+        nonlocal statements
+        statements += 1
+        return execute(sql, params, many, context)
+
+    sent = AbstractConnection.send_packed_command
+    with (
+        mock.patch.object(AbstractConnection, "send_packed_command", autospec=True) as redis,
+        connection.execute_wrapper(count),
+    ):
+        redis.side_effect = sent
+        for _ in range(posts):
+            post()
+    return statements / posts, redis.call_count / posts
 
 
 if __name__ == "__main__":
