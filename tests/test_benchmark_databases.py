@@ -67,3 +67,30 @@ def test_the_commit_latency_is_a_reading_of_durable_single_row_commits():
         assert cursor.fetchone()[0] == 0  # nothing left behind in the database
     report = _bench_db.commit_latency_report(reading, reading)
     assert "durable commit" in report and "median / mean" in report
+
+
+@pytest.mark.django_db
+def test_the_chat_posts_round_trips_are_counted_per_post():
+    """benchmarks.chat_post's counts: each statement to PostgreSQL, each request to Redis
+    (a pipeline of two commands is one request)."""
+    import os
+
+    import redis
+    from django.db import connection
+
+    from benchmarks.chat_post import round_trips
+
+    client = redis.Redis.from_url(os.environ["ADSTUDIO_TEST_REDIS_URL"])
+
+    def post() -> None:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT 1")
+            cursor.execute("SELECT 2")
+        client.ping()
+        pipe = client.pipeline(transaction=False)
+        pipe.ping()
+        pipe.ping()
+        pipe.execute()
+
+    post()  # the connection's own hand-shake (SELECT, CLIENT SETINFO) is not a POST's
+    assert round_trips(post, 3) == (2.0, 2.0)
