@@ -481,8 +481,9 @@ _ANNOTATE_LINE = re.compile(r"^\s*(?P<count>[\d,]+) \(\s*[\d.]+%\)\s+(?P<where>.
 
 def callgrind_run(module: str, arguments: list[str], out_file: Path) -> float:
     """Run ``python -m module *arguments`` under callgrind into ``out_file``; returns the
-    wall seconds it took. String hashing is fixed (PYTHONHASHSEED=0), the run heartbeat
-    silenced and the teardown skipped, so that the same work counts the same."""
+    wall seconds it took. String hashing is fixed (PYTHONHASHSEED=0), the allocator libc's
+    (PYTHONMALLOC=malloc), the run heartbeat silenced and the teardown skipped, so that the
+    same work counts the same."""
     if shutil.which("valgrind") is None or shutil.which("callgrind_annotate") is None:
         sys.exit("Counting instructions needs valgrind: apt-get install valgrind")
     env = {
@@ -495,6 +496,10 @@ def callgrind_run(module: str, arguments: list[str], out_file: Path) -> float:
         # round; without it, two totals of the same work by 0.0001%.
         "ADSTUDIO_HEARTBEAT_INTERVAL": "3600",
         "ADSTUDIO_RUN_STALE_AFTER": "7200",
+        # pymalloc's arenas: with them, one commit counted 5.72, 6.76 and 6.92 M a round
+        # in three invocations, all of the spread in _PyObject_Free and _PyObject_Malloc;
+        # with libc's malloc, 5.973 and 5.959 M (docs/benchmarks/HISTORY.md, Nov 29).
+        "PYTHONMALLOC": "malloc",
     }
     command = [
         "valgrind",
