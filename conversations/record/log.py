@@ -340,19 +340,8 @@ class RunLog:
         request was sent and may be billed, its usage unknown: its row counts the
         request's estimated ``prompt_tokens``, and the run counts them, its cost no
         longer exact, so a cancelled run's usage is the sum of its calls."""
-        run = self.run
-        row = _model_call_row(run, round_no, attempt)
-        usage = Usage(prompt_tokens=prompt_tokens, exact=False)
-        row.prompt_tokens, row.usage_exact = usage.prompt_tokens, False
-        run.prompt_tokens += usage.prompt_tokens
-        run.cost += usage_cost(model=attempt.model, usage=usage)
-        run.cost_exact = False
-        writes = Batch(fence=holder_fence(run))
-        writes.insert(row)
-        writes.update(Run, run.pk, prompt_tokens=run.prompt_tokens, cost=run.cost, cost_exact=False)
-        if not writes.write():
-            self.lost = True
-            raise ClaimLost(f"run {run.pk} was claimed by another worker")
+        row = _model_call_row(self.run, round_no, attempt)
+        self._write_estimated_call(row, model=attempt.model, prompt_tokens=prompt_tokens)
 
     def interrupted_call(
         self, *, route: list[providers.ProviderBinding], prompt_tokens: int
@@ -361,15 +350,19 @@ class RunLog:
         lost the database (``interrupted_call_row``). Its ``prompt_tokens`` are estimated
         from the request the run sends again now; the stats then count every provider
         request."""
-        run = self.run
         binding = route[0]
-        row = interrupted_call_row(run, provider=binding.name, model=binding.model)
-        if row is None:
-            return
+        row = interrupted_call_row(self.run, provider=binding.name, model=binding.model)
+        if row is not None:
+            self._write_estimated_call(row, model=binding.model, prompt_tokens=prompt_tokens)
+
+    def _write_estimated_call(self, row: ModelCall, *, model: str, prompt_tokens: int) -> None:
+        """A call whose usage never came back: its row and the run count the estimated
+        ``prompt_tokens``, the run's cost no longer exact; written at once, fenced."""
+        run = self.run
         usage = Usage(prompt_tokens=prompt_tokens, exact=False)
-        row.prompt_tokens = usage.prompt_tokens
+        row.prompt_tokens, row.usage_exact = usage.prompt_tokens, False
         run.prompt_tokens += usage.prompt_tokens
-        run.cost += usage_cost(model=binding.model, usage=usage)
+        run.cost += usage_cost(model=model, usage=usage)
         run.cost_exact = False
         writes = Batch(fence=holder_fence(run))
         writes.insert(row)
