@@ -76,6 +76,7 @@ INSTALLED_APPS = [
     "workspaces",
     "drafts",
     "providers",
+    "speech",
     "conversations",
     "renders",
     "evaluations",

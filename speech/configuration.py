@@ -1,0 +1,55 @@
+"""The speech providers' settings, read from the environment: each provider's key, base URL
+(a fake server's in tests), model and, for Azure, its region. A provider without a key is
+not configured: its voices are read by the guide voice, and the render says so.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.exceptions import ImproperlyConfigured
+
+from adstudio.env import env_str
+
+# Per provider: the variables naming its key, base URL and model (docs/speech.md). OpenAI's
+# key is the one its chat models use; its speech base URL defaults to theirs.
+ENVIRONMENT = {
+    "elevenlabs": {
+        "api_key": "ELEVENLABS_API_KEY",
+        "base_url": "ELEVENLABS_BASE_URL",
+        "model": "ADSTUDIO_ELEVENLABS_MODEL",
+    },
+    "openai": {
+        "api_key": "OPENAI_API_KEY",
+        "base_url": "ADSTUDIO_OPENAI_SPEECH_BASE_URL",
+        "model": "ADSTUDIO_OPENAI_SPEECH_MODEL",
+    },
+    "azure": {
+        "api_key": "AZURE_SPEECH_KEY",
+        "base_url": "AZURE_SPEECH_ENDPOINT",
+        "region": "AZURE_SPEECH_REGION",
+    },
+}
+
+
+def from_environment() -> dict[str, Any]:
+    """``ADSTUDIO_SPEECH_PROVIDERS``: each provider's entry; ``ImproperlyConfigured`` names
+    the first variable whose value is bad."""
+    providers: dict[str, dict[str, str]] = {}
+    for name, variables in ENVIRONMENT.items():
+        entry = {field: env_str(variable) for field, variable in variables.items()}
+        base_url = entry["base_url"].rstrip("/")
+        if base_url and not base_url.startswith(("http://", "https://")):
+            raise ImproperlyConfigured(
+                f"{variables['base_url']}={base_url!r} is not a URL: expected https://HOST[/PATH]."
+            )
+        entry["base_url"] = base_url
+        if name == "openai" and not base_url:
+            entry["base_url"] = env_str("OPENAI_BASE_URL").rstrip("/")
+        if name == "azure" and entry["api_key"] and not (entry["region"] or base_url):
+            raise ImproperlyConfigured(
+                "AZURE_SPEECH_KEY is set but neither AZURE_SPEECH_REGION (e.g. westeurope) nor "
+                "AZURE_SPEECH_ENDPOINT: set the region of the Speech resource the key belongs to."
+            )
+        providers[name] = entry
+    return {"ADSTUDIO_SPEECH_PROVIDERS": providers}

@@ -1,0 +1,43 @@
+"""What reading a line costs, from each speech provider's published price, in one table.
+
+All three bill by the character of text sent (ElevenLabs in credits, one a character for
+its multilingual models; OpenAI's ``tts-1`` and ``tts-1-hd``; Azure's neural voices), so a
+line's cost is known before it is read: ``costExact`` is true for a priced model. Prices
+are USD per million characters at each provider's pay-as-you-go rate; a deployment with
+another contract sets ``ADSTUDIO_SPEECH_PRICES`` to its own.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from decimal import Decimal
+
+from django.conf import settings
+
+_PER_MILLION = Decimal(1_000_000)
+
+# provider -> model -> USD per million characters. Sources beside each.
+PRICES: dict[str, dict[str, Decimal]] = {}
+
+
+@dataclass(frozen=True)
+class SpeechCost:
+    usd: Decimal
+    exact: bool  # the model has a price: the figure is what the provider will bill
+
+
+def price_table() -> dict[str, dict[str, Decimal]]:
+    override = getattr(settings, "ADSTUDIO_SPEECH_PRICES", None)
+    return override if override is not None else PRICES
+
+
+def speech_cost(*, provider: str, model: str, characters: int) -> SpeechCost:
+    """The USD cost of ``characters`` read by ``provider``'s ``model``; 0, not exact, for a
+    model without a price."""
+    price = price_table().get(provider, {}).get(model)
+    if price is None:
+        return SpeechCost(Decimal(0), exact=False)
+    return SpeechCost(
+        (characters * Decimal(str(price)) / _PER_MILLION).quantize(Decimal("0.000001")),
+        exact=True,
+    )
