@@ -190,13 +190,13 @@ def synthesize(
         _chunks.clear()
     if status != 0:
         raise SpeechUnavailable(f"eSpeak NG could not read the text (espeak_Synth: {status})")
-    return _trimmed((samples.astype(np.float32) / 32768.0).clip(-1.0, 1.0))
+    return trimmed((samples.astype(np.float32) / 32768.0).clip(-1.0, 1.0))
 
 
 SILENCE = 1e-3  # below this a sample is silence (eSpeak's pauses are exact zeros)
 
 
-def _trimmed(samples: np.ndarray) -> np.ndarray:
+def trimmed(samples: np.ndarray) -> np.ndarray:
     """Without the silence eSpeak puts before and after: a track placed at a time starts
     speaking at that time."""
     loud = np.flatnonzero(np.abs(samples) > SILENCE)

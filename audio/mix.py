@@ -110,24 +110,30 @@ def render(
     preroll_s: float = 0.0,
     gap_s: float = 0.0,
     progress: Callable[[], None] | None = None,
+    read: Mapping[str, Reading] | None = None,
 ) -> Mix:
     """The scratch track of these payloads (any may be None: that kind is left out).
     ``cast`` gives each voice id's catalogue ``gender`` and ``age`` (its guide voice);
-    ``preroll_s`` and ``gap_s`` are the timeline's. ``progress`` is called after each
-    voice track is synthesised (the render's longest part): the caller's sign of life,
-    which may raise to stop the render."""
+    ``read`` the tracks already read by their cast voice, by track id (the others are
+    read by the guide voice); ``preroll_s`` and ``gap_s`` are the timeline's.
+    ``progress`` is called after each track the guide voice reads (the render's longest
+    part): the caller's sign of life, which may raise to stop the render."""
     speech_rate = guide_voice.sample_rate()
     warnings: list[str] = []
     tracks = (voices or {}).get("voiceTracks", [])
     started = time.perf_counter()
-    spoken = []
+    spoken: list[Reading] = []
     for track in tracks:
+        given = (read or {}).get(str(track.get("id", "")))
+        if given is not None:
+            spoken.append(Reading(guide_voice.trimmed(given.samples), given.rate))
+            continue
         voice = (cast or {}).get(str(track.get("voiceId", "")))
-        spoken.append(_speech(track, language, voice, warnings))
+        spoken.append(Reading(_speech(track, language, voice, warnings), speech_rate))
         if progress is not None:
             progress()
     synthesis_wall_s = time.perf_counter() - started
-    lengths = [len(samples) / speech_rate for samples in spoken]
+    lengths = [len(reading.samples) / reading.rate for reading in spoken]
     try:
         placed = timeline(
             slot_s=slot_s,
@@ -140,13 +146,8 @@ def render(
         )
     except ValueError as exc:
         raise RenderError(str(exc)) from None
-    voice = np.zeros(round(placed.length_s * speech_rate), dtype=np.float32)
-    voice_segments = [s for s in placed.segments if s.kind == "voice"]
-    for segment, samples in zip(voice_segments, spoken, strict=True):
-        start = round(segment.start_s * speech_rate)
-        voice[start : start + len(samples)] += samples
     total = round(placed.length_s * RATE)
-    stems = {"voices": _resampled(voice, speech_rate, total)}
+    stems = {"voices": _voice_stem(placed, spoken, speech_rate, total)}
     stems["music"], stems["sfx"] = np.zeros(total, np.float32), np.zeros(total, np.float32)
     ducking = _ducking(stems["voices"], RATE)
     for segment in placed.segments:
@@ -172,6 +173,34 @@ def render(
         synthesis_wall_s=synthesis_wall_s,
         warnings=placed.warnings + warnings,
     )
+
+
+@dataclass(frozen=True)
+class Reading:
+    """A voice track as read: float32 samples in -1..1 at ``rate``."""
+
+    samples: np.ndarray
+    rate: int
+
+
+def _voice_stem(placed: Timeline, spoken: list[Reading], guide_rate: int, total: int):
+    """The voice tracks placed where the timeline puts them, at ``RATE``: the guide
+    voice's placed at its own rate and resampled once (as before any track was read by a
+    provider: the same samples), each provider's resampled on its own and added."""
+    guide = np.zeros(round(placed.length_s * guide_rate), dtype=np.float32)
+    others = np.zeros(total, dtype=np.float32)
+    voice_segments = [s for s in placed.segments if s.kind == "voice"]
+    for segment, reading in zip(voice_segments, spoken, strict=True):
+        if reading.rate == guide_rate:
+            start = round(segment.start_s * guide_rate)
+            guide[start : start + len(reading.samples)] += reading.samples
+        else:
+            count = round(len(reading.samples) * RATE / reading.rate)
+            samples = _resampled(reading.samples, reading.rate, count)
+            start = round(segment.start_s * RATE)
+            end = min(total, start + len(samples))
+            others[start:end] += samples[: end - start]
+    return _resampled(guide, guide_rate, total) + others
 
 
 def _resampled(samples: np.ndarray, rate: int, count: int) -> np.ndarray:

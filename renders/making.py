@@ -15,6 +15,7 @@ import time
 import uuid
 from dataclasses import dataclass, replace
 from datetime import timedelta
+from decimal import Decimal
 
 from django.conf import settings
 from django.db import InterfaceError, OperationalError, connection, transaction
@@ -25,8 +26,10 @@ from django.utils import timezone
 from adstudio import observability
 from audio.presets import PRESETS, STREAMING
 from renders import files
+from renders.cast_lines import cast_lines, cast_of, readers_in_timeline
 from renders.models import FILE_FIELDS, Render, RenderPreset, RenderStatus
-from voices.selectors import voice_traits_by_id
+from speech.base import pcm_samples
+from speech.reading import LineRead, read_lines
 
 logger = logging.getLogger(__name__)
 
@@ -167,9 +170,15 @@ def _make(claim: Claim) -> Render:
 
     render = Render.objects.select_related("ad", "voices", "music", "sfx").get(pk=claim.render_id)
     voices = render.voices.payload if render.voices else None
-    cast = voice_traits_by_id(t.get("voiceId", "") for t in (voices or {}).get("voiceTracks", []))
+    cast = cast_of(voices)
     started = time.monotonic()
     try:
+        reads = read_lines(
+            cast_lines(voices, language=render.ad.language, cast=cast),
+            concurrency=settings.ADSTUDIO_SPEECH_CONCURRENCY,
+            progress=_renewing(claim),
+            watch=observability.speech_call,
+        )
         made = mix.render(
             language=render.ad.language,
             slot_s=float(render.ad.duration_s),
@@ -181,6 +190,11 @@ def _make(claim: Claim) -> Render:
             preroll_s=settings.ADSTUDIO_RENDER_PREROLL_S,
             gap_s=settings.ADSTUDIO_RENDER_SPEAKER_GAP_S,
             progress=_renewing(claim),
+            read={
+                r.track_id: mix.Reading(pcm_samples(r.audio), r.sample_rate)
+                for r in reads
+                if r.audio
+            },
         )
         render_renew(claim)
         audio = made.deliverables(
@@ -201,7 +215,7 @@ def _make(claim: Claim) -> Render:
         logger.warning("render %s: %s", claim.render_id, exc)
         return _failed(claim, str(exc))
     try:
-        _done(claim, names, made, render_ms=round((time.monotonic() - started) * 1000))
+        _done(claim, names, made, reads, render_ms=round((time.monotonic() - started) * 1000))
     except BaseException:
         files.remove(names.values())  # not named by the row: nothing may point at them
         raise
@@ -210,18 +224,23 @@ def _make(claim: Claim) -> Render:
     return Render.objects.select_related("ad", "voices", "music", "sfx").get(pk=claim.render_id)
 
 
-def _done(claim: Claim, names: dict[str, str], made, *, render_ms: int) -> None:
+def _done(
+    claim: Claim, names: dict[str, str], made, reads: list[LineRead], *, render_ms: int
+) -> None:
     """The fenced write: the row is done, naming its files, only if this claim still holds
     it; else ``ClaimLost`` (the caller removes the files)."""
     timeline = finite(
-        {
-            **made.timeline.as_json(),
-            "warnings": made.warnings,
-            # Seconds of speech made per second of synthesis.
-            "synthesisRealTimeFactor": round(
-                made.synthesis_s / max(made.synthesis_wall_s, 1e-6), 1
-            ),
-        }
+        readers_in_timeline(
+            {
+                **made.timeline.as_json(),
+                "warnings": made.warnings,
+                # Seconds of speech made per second of synthesis.
+                "synthesisRealTimeFactor": round(
+                    made.synthesis_s / max(made.synthesis_wall_s, 1e-6), 1
+                ),
+            },
+            reads,
+        )
     )
     fields = {
         "status": RenderStatus.DONE,
@@ -231,6 +250,8 @@ def _done(claim: Claim, names: dict[str, str], made, *, render_ms: int) -> None:
         "loudness_lufs": finite(made.loudness_lufs),
         "true_peak_dbtp": finite(made.true_peak_dbtp),
         "render_ms": render_ms,
+        "speech_characters": sum(r.characters for r in reads),
+        "speech_cost_usd": sum((r.cost_usd for r in reads), start=Decimal(0)),
         "error": "",
         "lease_expires_at": None,
         "finished_at": Now(),

@@ -89,6 +89,11 @@ class Render(models.Model):
     loudness_lufs = models.FloatField(null=True, blank=True)
     true_peak_dbtp = models.FloatField(null=True, blank=True)
     render_ms = models.PositiveIntegerField(null=True, blank=True)
+    # What the cast voices' providers billed for this render's lines (the cache's cost
+    # nothing; the guide voice's nothing), in characters and in dollars at the speech
+    # price table (speech.pricing).
+    speech_characters = models.PositiveIntegerField(default=0)
+    speech_cost_usd = models.DecimalField(max_digits=12, decimal_places=6, default=0)
     error = models.TextField(blank=True)
     requested_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"

@@ -35,6 +35,15 @@ def is_configured(name: str) -> bool:
     return name in ADAPTERS and bool(provider_entry(name).get("api_key"))
 
 
+def model_for(name: str) -> str:
+    """The model a provider reads with: its configured one, else its adapter's default."""
+    configured = provider_entry(name).get("model")
+    if configured:
+        return str(configured)
+    module, cls = ADAPTERS[name]
+    return getattr(import_module(module), cls).default_model
+
+
 def speech_provider(name: str) -> SpeechProvider | None:
     """The adapter for ``name`` as configured now, or None when it is not configured."""
     if not is_configured(name):

@@ -433,17 +433,25 @@ def approved_voices_by_id(ids: Iterable[str]) -> dict[str, Voice]:
     return found
 
 
-def voice_traits_by_id(ids: Iterable[str]) -> dict[str, dict[str, str]]:
-    """Each catalogue voice's ``gender`` and ``age`` among ``ids``, keyed by the id as
-    given: what a scratch track's guide voice is chosen by. Unapproved or retired voices
-    too (a draft keeps the voice it was made with); ids that are not voices are left out."""
+def voice_traits_by_id(ids: Iterable[str]) -> dict[str, dict[str, Any]]:
+    """Each catalogue voice's ``gender`` and ``age`` among ``ids`` (what a scratch track's
+    guide voice is chosen by), and its ``provider``, ``provider_voice_id``, ``locale`` and
+    the provider's voice ``settings`` from its record (what its provider reads it with),
+    keyed by the id as given. Unapproved or retired voices too (a draft keeps the voice it
+    was made with); ids that are not voices are left out."""
     wanted: dict[int, list[str]] = {}
     for raw in ids:
         text = str(raw).strip()
         if text.isascii() and text.isdigit() and 0 < int(text) <= _MAX_PK:
             wanted.setdefault(int(text), []).append(str(raw))
-    found: dict[str, dict[str, str]] = {}
-    for pk, gender, age in Voice.objects.filter(pk__in=wanted).values_list("pk", "gender", "age"):
-        for given in wanted[pk]:
-            found[given] = {"gender": gender, "age": age}
+    found: dict[str, dict[str, Any]] = {}
+    rows = Voice.objects.filter(pk__in=wanted).values(
+        "pk", "gender", "age", "provider", "provider_voice_id", "locale", "metadata__settings"
+    )
+    for row in rows:
+        settings = row.pop("metadata__settings")
+        traits = {key: value for key, value in row.items() if key != "pk"}
+        traits["settings"] = settings if isinstance(settings, dict) else {}
+        for given in wanted[row["pk"]]:
+            found[given] = traits
     return found

@@ -26,12 +26,23 @@ class Workspace(models.Model):
         on_delete=models.PROTECT,
         related_name="personal_workspace",
     )
+    # The most one render may cost in speech (its lines read by the cast voices' TTS
+    # providers, USD); None: ADSTUDIO_SPEECH_COST_CAP_USD. A render estimated above it is
+    # refused before it starts.
+    speech_cost_cap_usd = models.DecimalField(
+        max_digits=10, decimal_places=2, null=True, blank=True
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
         ordering = ["name", "created_at"]
         constraints = [
             models.CheckConstraint(condition=~Q(name=""), name="workspace_name_not_empty"),
+            # A cap below zero would refuse every render, the free ones included.
+            models.CheckConstraint(
+                condition=Q(speech_cost_cap_usd__isnull=True) | Q(speech_cost_cap_usd__gte=0),
+                name="workspace_speech_cost_cap_not_negative",
+            ),
         ]
 
     def __str__(self) -> str:

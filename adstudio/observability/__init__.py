@@ -11,6 +11,7 @@ from adstudio.observability.hooks import (
     request_throttled,
     run_finished,
     run_started,
+    speech_call,
     traced_run,
     traced_tool_call,
 )
@@ -26,6 +27,7 @@ __all__ = [
     "request_throttled",
     "run_finished",
     "run_started",
+    "speech_call",
     "traced_run",
     "traced_tool_call",
 ]

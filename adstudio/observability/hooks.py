@@ -232,6 +232,79 @@ class _ModelCall:
             self._span_cm.__exit__(exc_type, exc, tb)
 
 
+def speech_call(provider: str, request: Any) -> _SpeechCall | _Off:
+    """One attempt at reading a line through a speech provider, as a context manager
+    around it: ``text_to_speech {model}`` span, latency, characters billed and cost. The
+    caller hands ``finish()`` the result and its cost in dollars; an exception leaving the
+    block is the attempt's failure. The line's text goes into the span only with
+    ``ADSTUDIO_TRACE_CONTENT``."""
+    if not switch.on:
+        return _OFF
+    return _SpeechCall(provider, request)
+
+
+class _SpeechCall:
+    __slots__ = ("_span_cm", "cost", "provider", "request", "result", "span", "started")
+
+    def __init__(self, provider: str, request: Any) -> None:
+        self.provider = provider
+        self.request = request
+        self.result: Any = None
+        self.cost = 0.0
+        self.span: Span | None = None
+        self._span_cm: Any = None
+
+    def __enter__(self) -> _SpeechCall:
+        if switch.tracer is not None:
+            attributes: dict[str, Any] = {
+                "gen_ai.operation.name": "text_to_speech",
+                "gen_ai.provider.name": self.provider,
+                "gen_ai.request.model": self.request.model,
+                "adstudio.speech.voice_id": self.request.voice_id,
+                "adstudio.speech.language": self.request.language,
+            }
+            if switch.content:
+                attributes["adstudio.speech.text"] = self.request.text
+            self._span_cm = switch.tracer.start_as_current_span(
+                f"text_to_speech {self.request.model}",
+                kind=SpanKind.CLIENT,
+                attributes=attributes,
+                record_exception=False,
+                set_status_on_exception=False,
+            )
+            self.span = self._span_cm.__enter__()
+        self.started = time.perf_counter()
+        return self
+
+    def finish(self, result: Any, cost_usd: float = 0.0) -> None:
+        self.result, self.cost = result, cost_usd
+
+    def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> None:
+        seconds = time.perf_counter() - self.started
+        result = self.result if exc is None else None
+        model = self.request.model
+        if switch.metrics:
+            outcome = "ok" if exc is None else str(getattr(exc, "code", "exception"))
+            metrics.SPEECH_CALL_SECONDS.labels(
+                provider=self.provider, model=model, outcome=outcome
+            ).observe(seconds)
+            if result is not None:
+                labels = {"provider": self.provider, "model": model}
+                metrics.SPEECH_CHARACTERS.labels(**labels).inc(result.characters)
+                metrics.SPEECH_COST.labels(**labels).inc(self.cost)
+        span = self.span
+        if span is not None:
+            if result is not None:
+                span.set_attribute("adstudio.speech.characters", result.characters)
+                span.set_attribute("adstudio.speech.duration_s", round(result.duration_s, 3))
+                if result.request_id:
+                    span.set_attribute("gen_ai.response.id", result.request_id)
+            elif exc is not None:
+                span.set_attribute("error.type", getattr(exc, "code", type(exc).__name__))
+                span.set_status(Status(StatusCode.ERROR, str(exc)[:500]))
+            self._span_cm.__exit__(exc_type, exc, tb)
+
+
 def _count_model_call(
     provider: str, model: str, seconds: float, response: Any, exc: BaseException | None
 ) -> None:

@@ -56,6 +56,24 @@ MODEL_COST = Counter(
     "model without a price).",
     ["provider", "model"],
 )
+SPEECH_CALL_SECONDS = Histogram(
+    "adstudio_speech_call_duration_seconds",
+    "Text-to-speech calls (each attempt) from request to the whole audio, by outcome: ok, "
+    "or the error's code.",
+    ["provider", "model", "outcome"],
+    buckets=(0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 15.0, 30.0),
+)
+SPEECH_CHARACTERS = Counter(
+    "adstudio_speech_characters",
+    "Characters the speech providers billed for lines read (cache hits are not read).",
+    ["provider", "model"],
+)
+SPEECH_COST = Counter(
+    "adstudio_speech_cost_usd",
+    "What lines read cost, in US dollars, at the speech price table (0 for a model "
+    "without a price).",
+    ["provider", "model"],
+)
 TOOL_CALLS = Counter(
     "adstudio_tool_calls",
     "Tool calls executed, by outcome: ok, error (a result the model reads as an error) or "

@@ -1,0 +1,60 @@
+"""A render's voice tracks as lines for their cast voices' speech providers
+(``speech.reading``), from the voices draft and the catalogue: what the task reads and
+what the estimate prices."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from speech.reading import CastVoice, Line, LineRead, lines_of
+from voices.selectors import voice_traits_by_id
+
+
+def cast_of(voices: Mapping[str, Any] | None) -> dict[str, dict[str, Any]]:
+    """The catalogue's traits of each voice the tracks cast, by the id as the tracks give it."""
+    return voice_traits_by_id(t.get("voiceId", "") for t in (voices or {}).get("voiceTracks", []))
+
+
+def cast_lines(
+    voices: Mapping[str, Any] | None, *, language: str, cast: Mapping[str, Mapping[str, Any]]
+) -> list[Line]:
+    return lines_of(
+        (voices or {}).get("voiceTracks", []),
+        language=language,
+        cast={
+            voice_id: CastVoice(
+                provider=traits["provider"],
+                provider_voice_id=traits["provider_voice_id"],
+                locale=traits.get("locale", ""),
+                settings=traits.get("settings") or {},
+            )
+            for voice_id, traits in cast.items()
+        },
+    )
+
+
+def readers_in_timeline(timeline: dict[str, Any], reads: list[LineRead]) -> dict[str, Any]:
+    """The timeline with each voice segment saying who read it (``reader``: the provider,
+    or ``guide``; ``readerNote``: why the guide voice did) and whether from the cache, and
+    a ``speech`` summary of what the render's lines were billed."""
+    by_track = {read.track_id: read for read in reads}
+    segments = []
+    for segment in timeline.get("segments", []):
+        read = by_track.get(segment.get("ref", "")) if segment.get("kind") == "voice" else None
+        if read is not None:
+            segment = {**segment, "reader": read.reader, "cached": read.cached}
+            if read.note:
+                segment["readerNote"] = read.note
+        segments.append(segment)
+    return {
+        **timeline,
+        "segments": segments,
+        "warnings": [*timeline.get("warnings", []), *(r.warning for r in reads if r.warning)],
+        "speech": {
+            "characters": sum(r.characters for r in reads),
+            "costUsd": str(sum((r.cost_usd for r in reads), start=0)),
+            "costExact": all(r.cost_exact for r in reads),
+            "cachedLines": sum(r.cached for r in reads),
+        },
+    }
