@@ -13,10 +13,9 @@ samples.
 from __future__ import annotations
 
 import hashlib
-import re
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 
 import numpy as np
@@ -25,10 +24,10 @@ from scipy.signal import resample_poly
 
 from audio import bwf, encode, guide_voice, mastering
 from audio.loudness import Measured
+from audio.music import music_provider
 from audio.presets import DEFAULT, PRESETS, Preset
 from audio.timeline import Timeline, timeline
 
-DEFAULT_BPM = 100
 MUSIC_LEVEL, DUCKED_LEVEL = 0.5, 0.15  # the bed's gain, and under speech
 DUCK_RAMP_S = 0.08
 RATE = 48_000  # the masters' rate: broadcast WAV's, and the only one Opus takes of ours
@@ -150,10 +149,17 @@ def render(
     stems = {"voices": _voice_stem(placed, spoken, speech_rate, total)}
     stems["music"], stems["sfx"] = np.zeros(total, np.float32), np.zeros(total, np.float32)
     ducking = _ducking(stems["voices"], RATE)
+    maker, made_by = music_provider(str((music or {}).get("musicProvider", "")))
+    placed = replace(
+        placed,
+        segments=[replace(s, made_by=made_by) if s.kind == "music" else s for s in placed.segments],
+    )
     for segment in placed.segments:
         start, end = round(segment.start_s * RATE), round(segment.end_s * RATE)
         if segment.kind == "music":
-            bed = _music_bed(end - start, RATE, _bpm(segment.label))
+            bed = maker.bed(
+                prompt=str((music or {}).get("musicPrompt", "")), count=end - start, rate=RATE
+            )
             stems["music"][start:end] += bed * ducking[start:end]
         elif segment.kind == "sfx":
             stems["sfx"][start:end] += _effect(segment.label, end - start, RATE)
@@ -228,25 +234,6 @@ def _speech(
         return guide_voice.synthesize(
             track.get("text", ""), language="en", speed=speed, voice=guide
         )
-
-
-_BPM = re.compile(r"(\d{2,3})\s*bpm", re.IGNORECASE)
-
-
-def _bpm(prompt: str) -> int:
-    match = _BPM.search(prompt)
-    return max(40, min(200, int(match.group(1)))) if match else DEFAULT_BPM
-
-
-def _music_bed(count: int, rate: int, bpm: int) -> np.ndarray:
-    """A soft minor-seventh pad whose level pulses on each beat: no one takes it for the
-    music the ad will have."""
-    t = np.arange(count, dtype=np.float32) / rate
-    chord = sum(np.sin(2 * np.pi * f * t) for f in (220.0, 261.63, 329.63, 392.0)) / 4
-    beat = (t * bpm / 60.0) % 1.0
-    pulse = 0.6 + 0.4 * np.exp(-6.0 * beat)
-    fade = np.minimum(1.0, np.minimum(t, (count / rate) - t) / 0.5)  # in and out over 0.5 s
-    return (chord * pulse * np.clip(fade, 0.0, 1.0)).astype(np.float32)
 
 
 def _ducking(voice: np.ndarray, rate: int) -> np.ndarray:

@@ -25,6 +25,7 @@ class Segment:
     end_s: float
     label: str = ""
     under_speech_s: float = 0.0  # an effect's seconds that play while someone speaks
+    made_by: str = ""  # the music's maker, as the review desk says it (audio.music)
 
 
 @dataclass(frozen=True)
@@ -72,6 +73,8 @@ def _segment_json(segment: Segment) -> dict[str, Any]:
     }
     if segment.kind == "sfx":  # the review desk and the scorers: an effect over a voice
         shown["underSpeechS"] = round(segment.under_speech_s, 3)
+    if segment.made_by:
+        shown["madeBy"] = segment.made_by
     return shown
 
 

@@ -40,9 +40,11 @@ from renders.services import (
     LATEST,
     NoSuchVersion,
     NothingToRender,
+    SpeechOverCap,
     audio_link_token,
     download_name,
     render_for_token,
+    render_quote,
     render_request,
     render_requeue_missing,
     versions_of,
@@ -67,6 +69,14 @@ class TimelineSegment(_Open):
     startS: float
     endS: float
     label: str
+    reader: str | None = Field(
+        None, description='A voice track\'s reader: its speech provider, or "guide".'
+    )
+    readBy: str | None = Field(
+        None,
+        description='Who read a voice track, as said aloud: "ElevenLabs", "ElevenLabs '
+        '(cached)", "guide voice: Azure AI Speech not configured".',
+    )
 
 
 class TimelineJoin(_Open):
@@ -75,6 +85,15 @@ class TimelineJoin(_Open):
     after: str = Field(description="The track it follows.")
     track: str
     overlapS: float = Field(description="Seconds the two overlap; negative for a gap.")
+
+
+class TimelineSpeech(_Open):
+    """What the render's lines were billed by their speech providers."""
+
+    characters: int
+    costUsd: str
+    costExact: bool
+    cachedLines: int
 
 
 class Timeline(_Open):
@@ -86,6 +105,7 @@ class Timeline(_Open):
     segments: list[TimelineSegment]
     joins: list[TimelineJoin]
     warnings: list[str]
+    speech: TimelineSpeech | None = None
 
 
 class NoTimeline(BaseModel):
@@ -211,8 +231,42 @@ class RenderSerializer(serializers.Serializer):
         return {kind: self._link(render, f"{kind}.wav") for kind in ("voices", "music", "sfx")}
 
 
+def _flag(request: Request, name: str) -> bool:
+    """A query flag: ``1``/``true``/``yes`` on, absent or ``0``/``false``/``no`` off; any
+    other value is a 400 naming it."""
+    raw = request.query_params.get(name)
+    if raw is None:
+        return False
+    value = raw.strip().lower()
+    if value in ("1", "true", "yes"):
+        return True
+    if value in ("", "0", "false", "no"):
+        return False
+    raise serializers.ValidationError({name: [f'"{raw}" is not a flag: use 1 or 0.']})
+
+
 def _version_number(label: str | None) -> int | None:
     return None if label is None else int(label[1:])
+
+
+class SpeechLineEstimateSerializer(serializers.Serializer):
+    track = serializers.CharField()
+    reader = serializers.CharField(help_text='The provider that would read it, or "guide".')
+    characters = serializers.IntegerField(help_text="Billed characters; 0 when cached.")
+    costUsd = serializers.CharField()
+    cached = serializers.BooleanField()
+    note = serializers.CharField(required=False, help_text="Why the guide voice reads it.")
+
+
+class RenderEstimateSerializer(serializers.Serializer):
+    characters = serializers.IntegerField(help_text="Characters the providers would bill.")
+    costUsd = serializers.CharField(help_text="USD, a decimal string.")
+    costExact = serializers.BooleanField(
+        help_text="Every line's model has a price: the figure is what will be billed."
+    )
+    capUsd = serializers.CharField(help_text="The most one render may cost in this workspace.")
+    withinCap = serializers.BooleanField()
+    lines = SpeechLineEstimateSerializer(many=True)
 
 
 class AdRendersView(APIView):
@@ -220,15 +274,25 @@ class AdRendersView(APIView):
 
     @extend_schema(
         request=RenderRequestSerializer,
+        parameters=[
+            OpenApiParameter(
+                "estimate",
+                OpenApiTypes.BOOL,
+                description="Price the render's speech and render nothing (200).",
+            )
+        ],
         responses={
+            200: RenderEstimateSerializer,
             202: RenderSerializer,
-            **refusal_responses(NoSuchVersion, NothingToRender),
+            **refusal_responses(NoSuchVersion, NothingToRender, SpeechOverCap),
         },
-        summary="Render a scratch track of the ad's versions",
+        summary="Render a scratch track of the ad's versions, or price it",
     )
     def post(self, request: Request, ad_id) -> Response:
         """The versions named, the latest (or active) of the others; a combination rendered
-        before is answered at once, never rendered twice. An archived ad renders too."""
+        before is answered at once, never rendered twice. An archived ad renders too. With
+        ``?estimate=1``, what reading its lines would cost, and nothing rendered; a render
+        that would cost more than the workspace's cap is refused (409)."""
         ad = get_object_or_404(ads_for(request.user), pk=ad_id)
         data = RenderRequestSerializer(data=request.data)
         data.is_valid(raise_exception=True)
@@ -237,6 +301,9 @@ class AdRendersView(APIView):
             kind: _version_number(values[kind]) for kind in DraftKind.values if kind in values
         }
         versions = versions_of(ad, base=values["of"], chosen=chosen)
+        if _flag(request, "estimate"):
+            quote = render_quote(ad=ad, versions=versions)
+            return Response(RenderEstimateSerializer(quote.as_json()).data)
         render, _ = render_request(
             ad=ad, versions=versions, preset=values["preset"], user=request.user
         )

@@ -7,7 +7,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from speech.reading import CastVoice, Line, LineRead, lines_of
+from speech.reading import GUIDE, CastVoice, Line, LineRead, lines_of
+from speech.registry import provider_label
 from voices.selectors import voice_traits_by_id
 
 
@@ -36,16 +37,14 @@ def cast_lines(
 
 def readers_in_timeline(timeline: dict[str, Any], reads: list[LineRead]) -> dict[str, Any]:
     """The timeline with each voice segment saying who read it (``reader``: the provider,
-    or ``guide``; ``readerNote``: why the guide voice did) and whether from the cache, and
-    a ``speech`` summary of what the render's lines were billed."""
+    or ``guide``; ``readBy``: as the review desk says it, why the guide voice did or that
+    the line came from the cache), and a ``speech`` summary of what the lines were billed."""
     by_track = {read.track_id: read for read in reads}
     segments = []
     for segment in timeline.get("segments", []):
         read = by_track.get(segment.get("ref", "")) if segment.get("kind") == "voice" else None
         if read is not None:
-            segment = {**segment, "reader": read.reader, "cached": read.cached}
-            if read.note:
-                segment["readerNote"] = read.note
+            segment = {**segment, "reader": read.reader, "readBy": _read_by(read)}
         segments.append(segment)
     return {
         **timeline,
@@ -58,3 +57,10 @@ def readers_in_timeline(timeline: dict[str, Any], reads: list[LineRead]) -> dict
             "cachedLines": sum(r.cached for r in reads),
         },
     }
+
+
+def _read_by(read: LineRead) -> str:
+    """ "ElevenLabs", "ElevenLabs (cached)", or "guide voice: Azure AI Speech not configured"."""
+    if read.reader == GUIDE:
+        return read.note or "guide voice"
+    return provider_label(read.reader) + (" (cached)" if read.cached else "")

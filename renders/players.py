@@ -10,7 +10,14 @@ from django.urls import reverse
 
 from drafts.models import Ad, Draft
 from renders.models import Render, RenderStatus
-from renders.services import ACTIVE, LATEST, audio_link_token, render_of, versions_of
+from renders.services import (
+    ACTIVE,
+    LATEST,
+    audio_link_token,
+    render_of,
+    render_quote,
+    versions_of,
+)
 
 _ROWS = ("voice", "music", "sfx")
 
@@ -33,6 +40,8 @@ class Player:
     render: Render | None
     audio_url: str = ""
     rows: list[tuple[str, list[Bar]]] = field(default_factory=list)
+    readers: list[str] = field(default_factory=list)  # who read each voice track
+    estimate: dict | None = None  # what rendering it would cost in speech, before it is
 
     @property
     def label(self) -> str:
@@ -57,7 +66,19 @@ def player(title: str, ad: Ad, versions: dict[str, Draft | None], user) -> Playe
         token = audio_link_token(render, user=user, fmt="ogg")
         made.audio_url = f"{reverse('render-audio', args=[render.pk])}?token={token}"
         made.rows = _bars(render.timeline)
+        made.readers = readers_said(render.timeline)
+    elif render is None or render.status == RenderStatus.FAILED:
+        made.estimate = render_quote(ad=ad, versions=versions).as_json()
     return made
+
+
+def readers_said(timeline: dict) -> list[str]:
+    """Each voice track's reader as the timeline says it: "track-0: ElevenLabs"."""
+    return [
+        f"{segment['ref']}: {segment['readBy']}"
+        for segment in timeline.get("segments", [])
+        if segment.get("kind") == "voice" and segment.get("readBy")
+    ]
 
 
 def _bars(timeline: dict) -> list[tuple[str, list[Bar]]]:

@@ -8,6 +8,8 @@ from __future__ import annotations
 import contextlib
 import logging
 import uuid
+from dataclasses import dataclass
+from decimal import Decimal
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
@@ -21,7 +23,9 @@ from adstudio.celery import app as celery_app
 from adstudio.refusals import StateConflict
 from drafts.models import Ad, Draft, DraftKind, DraftStatus
 from renders import files
+from renders.cast_lines import cast_lines, cast_of
 from renders.models import FILE_FIELDS, Render, RenderPreset, RenderStatus
+from speech.reading import Estimate, estimate
 from workspaces.access import may
 from workspaces.roles import Action
 
@@ -36,6 +40,12 @@ class NoSuchVersion(StateConflict):
     """A version asked for that the ad does not have."""
 
     code = "no_such_version"
+
+
+class SpeechOverCap(StateConflict):
+    """Reading the render's lines would cost more than its workspace allows one render."""
+
+    code = "speech_cost_over_cap"
 
 
 class NothingToRender(StateConflict):
@@ -87,6 +97,9 @@ def render_request(
             "There is nothing to render: the ad has no voices, music or sound effects in "
             "the versions asked for."
         )
+    existing = render_of(ad, fields, preset=preset)
+    if existing is None or existing.status == RenderStatus.FAILED:
+        _refuse_over_cap(ad, fields)
     with transaction.atomic():
         render = render_of(ad, fields, preset=preset)
         if render is None:
@@ -102,6 +115,56 @@ def render_request(
         render_enqueue(render.pk)
     render.refresh_from_db()
     return render, True
+
+
+@dataclass(frozen=True)
+class SpeechQuote:
+    """What a render of these versions would cost in speech now, and the workspace's cap."""
+
+    estimate: Estimate
+    cap_usd: Decimal
+
+    @property
+    def within_cap(self) -> bool:
+        return self.estimate.cost_usd <= self.cap_usd
+
+    def as_json(self) -> dict:
+        return {
+            **self.estimate.as_json(),
+            "capUsd": str(self.cap_usd),
+            "withinCap": self.within_cap,
+        }
+
+
+def speech_cap(ad: Ad) -> Decimal:
+    """The most one render of ``ad`` may cost in speech: its workspace's cap, else the
+    setting's."""
+    cap = ad.workspace.speech_cost_cap_usd
+    if cap is None:
+        cap = Decimal(str(settings.ADSTUDIO_SPEECH_COST_CAP_USD))
+    return Decimal(cap)
+
+
+def render_quote(*, ad: Ad, versions: dict[str, Draft | None]) -> SpeechQuote:
+    """The speech cost of rendering ``versions`` now: the lines not cached that a
+    configured provider would read, at the price table (``speech.reading.estimate``)."""
+    voices = versions.get("voices")
+    payload = voices.payload if voices else None
+    lines = cast_lines(payload, language=ad.language, cast=cast_of(payload))
+    return SpeechQuote(estimate(lines), speech_cap(ad))
+
+
+def _refuse_over_cap(ad: Ad, fields: dict[str, Draft | None]) -> None:
+    """``SpeechOverCap`` when reading the lines would cost more than the cap. Priced before
+    the transaction: it reads the cache in storage, which no row lock should wait on."""
+    quote = render_quote(ad=ad, versions=fields)
+    if not quote.within_cap:
+        raise SpeechOverCap(
+            f"Reading this render's lines would cost ${quote.estimate.cost_usd} "
+            f"({quote.estimate.characters} characters), over the workspace's cap of "
+            f"${quote.cap_usd} a render: shorten the lines, cast voices of another provider, "
+            "or ask a workspace admin to raise the cap."
+        )
 
 
 def _sounds_in(fields: dict[str, Draft | None]) -> bool:

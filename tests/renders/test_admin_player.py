@@ -67,7 +67,12 @@ def test_a_draft_page_renders_and_plays_its_version_and_the_one_before(client, r
     )
     bars = re.findall(r'<span class="bar" style="left: ([\d.]+)%; width: ([\d.]+)%"', page)
     assert len(bars) == 4  # two voice tracks, the music, the chime
-    assert "for timing, not for sound" in page
+    assert "by a synthetic guide voice where it is not" in page
+    # No speech provider is configured: each line says the guide voice read it, and why;
+    # the version before, not rendered yet, is priced before anyone asks for it.
+    readers = re.findall(r"<li>(track-\d+): (guide voice: [^<]+)</li>", page)
+    assert [track for track, _ in readers] == ["track-0", "track-1"], readers
+    assert re.search(r"Speech: 0 characters to read, \$0\.", page)
     assert len(render_button(page)) == 1  # the version before is still to be rendered
     src = re.search(r'<audio[^>]+src="([^"]+)"', page).group(1).replace("&amp;", "&")
     played = client.get(src)

@@ -50,6 +50,14 @@
       element("p", { class: "quiet" }, seconds(render.seconds) + " s for a " + made.slotS +
         " s slot; speech ends at " + seconds(made.speechEndS) + " s."),
     ];
+    var readers = (made.segments || []).filter(function (s) {
+      return s.kind === "voice" && s.readBy;
+    });
+    if (readers.length) {
+      var said = element("ul", { class: "scratch-readers" });
+      readers.forEach(function (s) { said.appendChild(element("li", {}, s.ref + ": " + s.readBy)); });
+      parts.push(said);
+    }
     if ((made.warnings || []).length) {
       var list = element("ul", { class: "scratch-warnings" });
       made.warnings.forEach(function (w) { list.appendChild(element("li", {}, w)); });
