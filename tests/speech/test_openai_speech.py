@@ -291,3 +291,22 @@ def test_the_registry_has_no_adapter_without_a_key(settings):
     settings.ADSTUDIO_SPEECH_PROVIDERS = {"openai": {"api_key": "", "base_url": "http://x"}}
 
     assert speech_provider("openai") is None
+
+
+# --- the price -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("model", "usd", "exact"),
+    [("tts-1", "0.015000", True), ("tts-1-hd", "0.030000", True), ("gpt-4o-mini-tts", "0", False)],
+)
+def test_a_thousand_characters_cost_the_published_price(settings, model, usd, exact):
+    from decimal import Decimal
+
+    from speech.pricing import speech_cost
+
+    settings.ADSTUDIO_SPEECH_PRICES = None  # the built-in table, not a deployment's
+
+    cost = speech_cost(provider="openai", model=model, characters=1000)
+
+    assert (cost.usd, cost.exact) == (Decimal(usd), exact)
