@@ -23,11 +23,15 @@ from providers.interrupt import reading, waited
 from providers.profiles import OPENAI
 from providers.sdk_adapter import SDK, Reply, SDKAdapter
 
+# The openai SDK's client and exceptions: every adapter on it (chat here, speech in
+# ``speech.openai_speech``) translates the same ones.
+OPENAI_SDK = SDK(OpenAI, APIStatusError, APITimeoutError, APIConnectionError, OpenAIError)
+
 
 class OpenAICompatProvider(SDKAdapter[OpenAI, StreamAccumulator]):
     """One provider: a profile, a base URL and a key, behind the ``ChatProvider`` protocol."""
 
-    sdk = SDK(OpenAI, APIStatusError, APITimeoutError, APIConnectionError, OpenAIError)
+    sdk = OPENAI_SDK
     default_profile = OPENAI
     sdk_base_url = "https://api.openai.com/v1"
     request_id_headers = ("x-request-id", "x-dashscope-request-id", "msh-request-id", "request-id")

@@ -57,114 +57,22 @@ class Reply(NamedTuple):
     response_id: str  # the provider's id for the response, used when no header names one
 
 
-class SDKAdapter[Client, Reader](ABC):
-    """A ``ChatProvider`` on an official SDK: a profile, a base URL and a key.
+class SDKErrors:
+    """The translation of an official SDK's exceptions into our hierarchy, for any adapter
+    on that SDK (a chat adapter here, a speech adapter in ``speech``): wrap each call in
+    ``_map_api_errors()``.
 
-    A subclass names its SDK and supplies the wire: the request body, the streamed and the
-    whole call (feeding a ``Reader``, its format's accumulator), and the reading of the
-    answer. Everything that can fail is translated here.
+    A subclass names its ``sdk`` and request id headers, and sets ``name`` (the provider),
+    ``key_env`` (the variable its key comes from), ``timeout`` (seconds) and ``_api_key``.
     """
 
     sdk: ClassVar[SDK]
-    default_profile: ClassVar[ProviderProfile]
-    # The API's address for a profile that names none (the SDK's own default).
-    sdk_base_url: ClassVar[str] = ""
     # Response headers that may carry the provider's request id, in order of preference.
     request_id_headers: ClassVar[tuple[str, ...]]
-
-    def __init__(
-        self,
-        *,
-        profile: ProviderProfile | None = None,
-        api_key: str,
-        base_url: str = "",
-        name: str = "",
-        timeout: float = 60.0,
-        connect_timeout: float = 10.0,
-        id_factory: Callable[[], str] = new_tool_call_id,
-    ) -> None:
-        self.profile = profile or self.default_profile
-        self.name = name or self.profile.name
-        self.base_url = base_url or self.profile.default_base_url or self.sdk_base_url
-        self.timeout = timeout
-        self._api_key = api_key
-        self._id_factory = id_factory
-        self._client: Client | None = None
-        if api_key:
-            self._client = self.sdk.client(
-                api_key=api_key,  # explicit, so the SDK reads no credentials of its own
-                base_url=self.base_url,
-                # One retry policy (resilience.generate), not two stacked ones.
-                max_retries=0,
-                timeout=httpx2.Timeout(timeout, connect=connect_timeout),
-            )
-
-    def __repr__(self) -> str:  # never the key
-        return f"<{type(self).__name__} {self.name} {self.base_url}>"
-
-    def generate(
-        self, request: GenerateRequest, *, on_text: TextCallback | None = None
-    ) -> ModelResponse:
-        """One complete response, streamed when the caller asks and the profile allows it
-        for this request; any failure is raised as a ``ProviderError``."""
-        if self._client is None:
-            raise AuthenticationFailed(
-                f"no API key: set {self.profile.key_env} or choose another provider",
-                provider=self.name,
-            )
-        stream = request.options.stream and self.profile.may_stream(
-            has_tools=bool(request.tools),
-            parallel_tool_calls=request.options.parallel_tool_calls,
-        )
-        payload = self._payload(request, stream=stream)
-        reader = self._reader(on_text)
-        started = time.monotonic()
-        try:
-            with self._map_api_errors():
-                if stream:
-                    request_id = self._stream(payload, reader)
-                else:  # nothing to read until the reply is whole: a cancel ends the wait
-                    request_id = waited(lambda: self._complete(payload, reader))
-        except (ProviderError, Abandoned):
-            if interrupted():  # the read failed because the response was closed on purpose
-                message = "the call was interrupted: its run was cancelled"
-                raise Interrupted(message, provider=self.name) from None
-            raise
-        latency_ms = int((time.monotonic() - started) * 1000)
-        reply = self._reply(reader, payload)
-        return ModelResponse(
-            message=reply.message,
-            stop_reason=reply.stop_reason,
-            usage=reply.usage,
-            provider=self.name,
-            model=request.model,
-            request_id=request_id or reply.response_id,
-            latency_ms=latency_ms,
-            response_id=reply.response_id,
-        )
-
-    # --- the wire, per adapter --------------------------------------------------------
-
-    @abstractmethod
-    def _payload(self, request: GenerateRequest, *, stream: bool) -> dict[str, Any]:
-        """The request body in the wire format: plain JSON data, no SDK types."""
-
-    @abstractmethod
-    def _reader(self, on_text: TextCallback | None) -> Reader:
-        """A new accumulator for one response, passing text to ``on_text`` as it comes."""
-
-    @abstractmethod
-    def _stream(self, payload: dict[str, Any], reader: Reader) -> str:
-        """The streamed call, read into ``reader``; returns the request id."""
-
-    @abstractmethod
-    def _complete(self, payload: dict[str, Any], reader: Reader) -> str:
-        """The call answered whole, read into ``reader``; returns the request id."""
-
-    @abstractmethod
-    def _reply(self, reader: Reader, payload: dict[str, Any]) -> Reply:
-        """The answer ``reader`` assembled; usage is estimated from ``payload`` when the
-        provider reported none."""
+    name: str
+    key_env: str
+    timeout: float
+    _api_key: str
 
     # --- errors -------------------------------------------------------------------------
 
@@ -260,7 +168,115 @@ class SDKAdapter[Client, Reader](ABC):
         """The keyword arguments every ``errors.classify_*`` call takes."""
         return {
             "provider": self.name,
-            "key_env": self.profile.key_env,
+            "key_env": self.key_env,
             "secrets": (self._api_key,),
             "request_id": request_id,
         }
+
+
+class SDKAdapter[Client, Reader](SDKErrors, ABC):
+    """A ``ChatProvider`` on an official SDK: a profile, a base URL and a key.
+
+    A subclass names its SDK and supplies the wire: the request body, the streamed and the
+    whole call (feeding a ``Reader``, its format's accumulator), and the reading of the
+    answer. Everything that can fail is translated by ``SDKErrors``.
+    """
+
+    default_profile: ClassVar[ProviderProfile]
+    # The API's address for a profile that names none (the SDK's own default).
+    sdk_base_url: ClassVar[str] = ""
+
+    def __init__(
+        self,
+        *,
+        profile: ProviderProfile | None = None,
+        api_key: str,
+        base_url: str = "",
+        name: str = "",
+        timeout: float = 60.0,
+        connect_timeout: float = 10.0,
+        id_factory: Callable[[], str] = new_tool_call_id,
+    ) -> None:
+        self.profile = profile or self.default_profile
+        self.name = name or self.profile.name
+        self.key_env = self.profile.key_env
+        self.base_url = base_url or self.profile.default_base_url or self.sdk_base_url
+        self.timeout = timeout
+        self._api_key = api_key
+        self._id_factory = id_factory
+        self._client: Client | None = None
+        if api_key:
+            self._client = self.sdk.client(
+                api_key=api_key,  # explicit, so the SDK reads no credentials of its own
+                base_url=self.base_url,
+                # One retry policy (resilience.generate), not two stacked ones.
+                max_retries=0,
+                timeout=httpx2.Timeout(timeout, connect=connect_timeout),
+            )
+
+    def __repr__(self) -> str:  # never the key
+        return f"<{type(self).__name__} {self.name} {self.base_url}>"
+
+    def generate(
+        self, request: GenerateRequest, *, on_text: TextCallback | None = None
+    ) -> ModelResponse:
+        """One complete response, streamed when the caller asks and the profile allows it
+        for this request; any failure is raised as a ``ProviderError``."""
+        if self._client is None:
+            raise AuthenticationFailed(
+                f"no API key: set {self.profile.key_env} or choose another provider",
+                provider=self.name,
+            )
+        stream = request.options.stream and self.profile.may_stream(
+            has_tools=bool(request.tools),
+            parallel_tool_calls=request.options.parallel_tool_calls,
+        )
+        payload = self._payload(request, stream=stream)
+        reader = self._reader(on_text)
+        started = time.monotonic()
+        try:
+            with self._map_api_errors():
+                if stream:
+                    request_id = self._stream(payload, reader)
+                else:  # nothing to read until the reply is whole: a cancel ends the wait
+                    request_id = waited(lambda: self._complete(payload, reader))
+        except (ProviderError, Abandoned):
+            if interrupted():  # the read failed because the response was closed on purpose
+                message = "the call was interrupted: its run was cancelled"
+                raise Interrupted(message, provider=self.name) from None
+            raise
+        latency_ms = int((time.monotonic() - started) * 1000)
+        reply = self._reply(reader, payload)
+        return ModelResponse(
+            message=reply.message,
+            stop_reason=reply.stop_reason,
+            usage=reply.usage,
+            provider=self.name,
+            model=request.model,
+            request_id=request_id or reply.response_id,
+            latency_ms=latency_ms,
+            response_id=reply.response_id,
+        )
+
+    # --- the wire, per adapter --------------------------------------------------------
+
+    @abstractmethod
+    def _payload(self, request: GenerateRequest, *, stream: bool) -> dict[str, Any]:
+        """The request body in the wire format: plain JSON data, no SDK types."""
+
+    @abstractmethod
+    def _reader(self, on_text: TextCallback | None) -> Reader:
+        """A new accumulator for one response, passing text to ``on_text`` as it comes."""
+
+    @abstractmethod
+    def _stream(self, payload: dict[str, Any], reader: Reader) -> str:
+        """The streamed call, read into ``reader``; returns the request id."""
+
+    @abstractmethod
+    def _complete(self, payload: dict[str, Any], reader: Reader) -> str:
+        """The call answered whole, read into ``reader``; returns the request id."""
+
+    @abstractmethod
+    def _reply(self, reader: Reader, payload: dict[str, Any]) -> Reply:
+        """The answer ``reader`` assembled; usage is estimated from ``payload`` when the
+        provider reported none."""

@@ -17,7 +17,13 @@ from django.conf import settings
 _PER_MILLION = Decimal(1_000_000)
 
 # provider -> model -> USD per million characters. Sources beside each.
-PRICES: dict[str, dict[str, Decimal]] = {}
+PRICES: dict[str, dict[str, Decimal]] = {
+    # OpenAI's pricing page (openai.com/api/pricing, "Transcription and speech generation"):
+    # TTS $15.00 and TTS HD $30.00 per 1M characters. gpt-4o-mini-tts is billed by tokens
+    # ($0.60 per 1M text tokens in, $12.00 per 1M audio tokens out, "~$0.015 / minute"),
+    # which a line's characters do not fix: it stays unpriced, its cost not exact.
+    "openai": {"tts-1": Decimal("15.00"), "tts-1-hd": Decimal("30.00")},
+}
 
 
 @dataclass(frozen=True)

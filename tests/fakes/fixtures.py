@@ -15,6 +15,7 @@ import pytest
 
 from testbed.fake_anthropic import FakeAnthropicServer
 from testbed.fake_openai import FakeOpenAIServer
+from testbed.fake_openai_speech import FakeOpenAISpeechServer
 
 
 @pytest.fixture
@@ -53,3 +54,17 @@ def fake_anthropic() -> Iterator[FakeAnthropicServer]:
     problems = server.verify()
     if problems:
         pytest.fail("fake Anthropic server:\n  " + "\n  ".join(problems), pytrace=False)
+
+
+@pytest.fixture
+def fake_openai_speech() -> Iterator[FakeOpenAISpeechServer]:
+    """OpenAI's text-to-speech on a loopback port; fails the test at teardown if a request
+    was one the API would refuse, or a scripted failure was never requested."""
+    server = FakeOpenAISpeechServer().start()
+    try:
+        yield server
+    finally:
+        server.stop()
+    problems = server.verify()
+    if problems:
+        pytest.fail("fake OpenAI speech server:\n  " + "\n  ".join(problems), pytrace=False)
