@@ -1,7 +1,7 @@
 """Reading catalogue files: format detection and record-by-record readers for our JSON and
-CSV and the ElevenLabs ``GET /v1/voices`` export. Each record carries where it is in the
-file (line, and row or voice number) for the errors of its validation
-(voices/catalogue_rows.py).
+CSV, the ElevenLabs ``GET /v1/voices`` export and Azure AI Speech's ``voices/list``. Each
+record carries where it is in the file (line, and row or voice number) for the errors of
+its validation (voices/catalogue_rows.py).
 """
 
 from __future__ import annotations
@@ -24,9 +24,13 @@ class CatalogueFormat(StrEnum):
     JSON = "json"  # our own: a JSON list of voice objects
     CSV = "csv"  # our own: the same fields as columns, one voice per row
     ELEVENLABS = "elevenlabs"  # the response of ElevenLabs' GET /v1/voices
+    AZURE = "azure"  # the response of Azure AI Speech's GET /cognitiveservices/voices/list
 
 
 _WS = re.compile(r"[ \t\n\r]*")
+# Azure's listing is a JSON list like ours; its voices' keys are capitalised ("Name",
+# "ShortName"...), ours never are: the first voice's first key tells them apart.
+_AZURE_LISTING = re.compile(r'\[\s*\{\s*"(?:Name|DisplayName|LocalName|ShortName|Gender|Locale)"')
 _NUL_ESCAPE = "\\u0000"  # how JSON text writes a NUL (a raw one is a syntax error)
 # How JSON text writes half of a UTF-16 surrogate pair. The decoder joins a pair into one
 # character; one left alone stays a lone surrogate, which is not Unicode text and which
@@ -92,6 +96,8 @@ def open_catalogue(path: str | os.PathLike[str], file_format: str | None = None)
             raise CatalogueFileError(f"{path} is empty: it has no voices to import.")
         detected = {"[": CatalogueFormat.JSON, "{": CatalogueFormat.ELEVENLABS}
         chosen = detected.get(text[0], CatalogueFormat.CSV)
+        if chosen is CatalogueFormat.JSON and _AZURE_LISTING.match(text):
+            chosen = CatalogueFormat.AZURE
     else:
         try:
             chosen = CatalogueFormat(file_format)
@@ -162,6 +168,13 @@ class JsonReader(CatalogueReader):
                         f"{text.count(chr(10), 0, pos) + 1}.{hint}"
                     )
                 end = yield from self._array(text, pos, "voice", _own_record)
+            elif self.format is CatalogueFormat.AZURE:
+                if text[pos : pos + 1] != "[":
+                    raise CatalogueFileError(
+                        f"{self.path}: expected Azure's voices/list response, a JSON list of "
+                        'voices like [{"ShortName": ..., "Gender": ..., "Locale": ...}].'
+                    )
+                end = yield from self._array(text, pos, "voice", _azure_record)
             else:
                 end = yield from self._elevenlabs(text, pos)
             end = _WS.match(text, end).end()
@@ -301,6 +314,68 @@ def _elevenlabs_record(value: Any, position: Position) -> Record:
     if not labels.get("descriptive") and labels.get("description"):
         names["style"] = "labels.description"
     return Record(position, data, source_names=names)
+
+
+# Azure field names for our fields, so errors name what the listing says.
+_AZURE_NAMES = {
+    "provider_voice_id": "ShortName",
+    "name": "DisplayName",
+    "language": "Locale",
+    "locale": "Locale",
+    "gender": "Gender",
+    "style": "StyleList",
+}
+_STYLE_LENGTH = 64  # Voice.style's max_length
+
+
+def _azure_record(value: Any, position: Position) -> Record:
+    """Map one voice of Azure's ``voices/list`` onto our fields; the raw voice is kept as
+    metadata.
+
+    ``ShortName`` is the id (the name SSML's ``<voice name>`` takes), ``Locale`` the
+    language and locale. The speaking styles go to ``style`` as many as fit its 64
+    characters, and all of them, with the role-play roles and the secondary locales, to
+    ``description``, whose words style search also matches.
+    """
+    if not isinstance(value, dict):
+        return Record(position, {}, problem=f"expected a voice object, got {kind_of(value)}")
+    lists: dict[str, list[str]] = {}
+    for key in ("StyleList", "RolePlayList", "SecondaryLocaleList"):
+        items = value.get(key)
+        if items is None:
+            items = []
+        if not isinstance(items, list) or not all(isinstance(i, str) for i in items):
+            return Record(
+                position, {}, problem=f'"{key}" must be a list of names, got {kind_of(items)}'
+            )
+        lists[key] = [item.strip() for item in items if item.strip()]
+    styles = lists["StyleList"]
+    style = ""
+    for name in styles:
+        longer = f"{style}, {name}" if style else name
+        if len(longer) > _STYLE_LENGTH:
+            break
+        style = longer
+    described = [
+        f"{label}: {', '.join(items)}."
+        for label, items in (
+            ("Speaking styles", styles),
+            ("Roles", lists["RolePlayList"]),
+            ("Also speaks", lists["SecondaryLocaleList"]),
+        )
+        if items
+    ]
+    data = {
+        "provider_voice_id": value.get("ShortName"),
+        "name": value.get("DisplayName"),
+        "language": value.get("Locale"),
+        "locale": value.get("Locale"),
+        "gender": value.get("Gender"),
+        "style": style,
+        "description": " ".join(described),
+        "metadata": value,
+    }
+    return Record(position, data, source_names=_AZURE_NAMES)
 
 
 class CsvReader(CatalogueReader):

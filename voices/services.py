@@ -27,7 +27,7 @@ _KEY_FIELDS = ("provider", "provider_voice_id")
 _CONTENT_FIELDS = tuple(name for name in FIELDS if name not in _KEY_FIELDS)
 _MAX_REPORTED_ERRORS = 50
 _DEACTIVATE_CHUNK = 5000
-_FORMAT_PROVIDERS = {CatalogueFormat.ELEVENLABS: "elevenlabs"}
+_FORMAT_PROVIDERS = {CatalogueFormat.ELEVENLABS: "elevenlabs", CatalogueFormat.AZURE: "azure"}
 
 ProgressCallback = Callable[[float, int], None]
 

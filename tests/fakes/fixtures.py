@@ -68,3 +68,20 @@ def fake_openai_speech() -> Iterator[FakeOpenAISpeechServer]:
     problems = server.verify()
     if problems:
         pytest.fail("fake OpenAI speech server:\n  " + "\n  ".join(problems), pytrace=False)
+
+
+@pytest.fixture
+def fake_azure_speech():
+    """A fake Azure AI Speech server (testbed/fake_azure_speech.py) for this test alone; the
+    test fails at teardown if a request was refused as Azure would refuse it or a scripted
+    failure was never served."""
+    from testbed.fake_azure_speech import FakeAzureSpeechServer
+
+    server = FakeAzureSpeechServer().start()
+    try:
+        yield server
+    finally:
+        server.stop()
+    problems = server.verify()
+    if problems:
+        pytest.fail("fake Azure Speech server:\n  " + "\n  ".join(problems), pytrace=False)

@@ -13,7 +13,8 @@ from voices.services import ImportFailed, ImportReport, voice_import
 
 class Command(BaseCommand):
     help = (
-        "Import voices from our JSON or CSV format or an ElevenLabs GET /v1/voices export. "
+        "Import voices from our JSON or CSV format, an ElevenLabs GET /v1/voices export or an "
+        "Azure AI Speech GET /cognitiveservices/voices/list response. "
         "Upserts on (provider, provider_voice_id); a re-run of the same file changes nothing. "
         "New voices arrive unapproved unless --approve; existing approvals are always kept."
     )
@@ -24,12 +25,13 @@ class Command(BaseCommand):
             "--format",
             choices=[f.value for f in CatalogueFormat],
             help="The file's format; detected from its first character when omitted "
-            "('[' json, '{' elevenlabs, anything else csv).",
+            "('[' json, or azure when its first voice's keys are Azure's such as ShortName; "
+            "'{' elevenlabs; anything else csv).",
         )
         parser.add_argument(
             "--provider",
             help="Provider of rows that don't name one (ElevenLabs exports default to "
-            "'elevenlabs').",
+            "'elevenlabs', Azure listings to 'azure').",
         )
         parser.add_argument(
             "--default-language",
