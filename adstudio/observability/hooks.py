@@ -153,7 +153,7 @@ class _Off:
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
         return None
 
-    def finish(self, result: Any) -> None:
+    def finish(self, result: Any, *more: Any) -> None:
         return None
 
 

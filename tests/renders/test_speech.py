@@ -1,0 +1,203 @@
+"""Renders with the cast voices read by their speech provider: a configured provider's
+voice beside a guide voice, each said aloud in the timeline; a line read once and taken
+from the cache after; the cost estimated before, billed after, and capped per workspace;
+a provider that keeps failing leaves the guide voice reading, with a warning."""
+
+from __future__ import annotations
+
+import logging
+from decimal import Decimal
+
+import pytest
+
+from drafts.payloads import VoiceTrack, VoiceVersion
+from drafts.services import draft_create
+from renders.models import Render
+from testbed.fake_openai_speech import server_error
+from tests.support.api import api_for
+from tests.support.versions import music
+from voices.models import Voice
+
+pytestmark = pytest.mark.django_db(transaction=True)  # the task runs when the row commits
+
+CORAL = "Fresh savings all week, only at Corner Market."
+NARRATOR = "Terms apply."
+
+
+@pytest.fixture
+def cast(db):
+    """A voice of OpenAI's (configured in the test) and one of ElevenLabs' (not)."""
+    coral = Voice.objects.create(
+        provider="openai",
+        provider_voice_id="coral",
+        name="Coral",
+        language="en",
+        gender="neutral",
+        approved=True,
+    )
+    rachel = Voice.objects.create(
+        provider="elevenlabs",
+        provider_voice_id="21m00Tcm4TlvDq8ikWAM",
+        name="Rachel",
+        language="en",
+        gender="female",
+        age="young",
+        approved=True,
+    )
+    return coral, rachel
+
+
+@pytest.fixture
+def speaking(settings, fake_openai_speech):
+    settings.ADSTUDIO_SPEECH_PROVIDERS = fake_openai_speech.settings()
+    return fake_openai_speech
+
+
+@pytest.fixture
+def ad(make_ad, cast):
+    coral, rachel = cast
+    ad = make_ad(language="en", duration_s=15)
+    tracks = [
+        VoiceTrack(
+            id="track-0",
+            voiceId=str(coral.pk),
+            voiceName="Coral",
+            text=CORAL,
+            playAfter="start",
+            overlap=0,
+        ),
+        VoiceTrack(
+            id="track-1",
+            voiceId=str(rachel.pk),
+            voiceName="Rachel",
+            text=NARRATOR,
+            playAfter="track-0",
+            overlap=0,
+        ),
+    ]
+    draft_create(ad=ad, version=VoiceVersion(voiceTracks=tracks, estimatedDurationS=5.0))
+    draft_create(ad=ad, version=music("warm pad at 90 bpm", duration=15))
+    return ad
+
+
+def test_a_configured_voice_speaks_beside_a_guide_voice_and_the_render_says_which(
+    ad, user, speaking
+):
+    api = api_for(user)
+
+    asked = api.post(f"/api/ads/{ad.pk}/renders", {}, format="json")
+
+    assert asked.status_code == 202
+    body = api.get(f"/api/renders/{asked.json()['id']}").json()
+    assert body["status"] == "done", body
+    voices = [s for s in body["timeline"]["segments"] if s["kind"] == "voice"]
+    assert [(s["reader"], s["readBy"]) for s in voices] == [
+        ("openai", "OpenAI"),
+        ("guide", "guide voice: ElevenLabs not configured"),
+    ]
+    # OpenAI's line is as long as the fake read it: 60 ms a character at speed 1.
+    spoken = voices[0]["endS"] - voices[0]["startS"]
+    assert spoken == pytest.approx(len(CORAL) * 0.06, abs=0.02)
+    assert speaking.count == 1
+    assert speaking.bodies[0]["voice"] == "coral" and speaking.bodies[0]["input"] == CORAL
+    assert speaking.bodies[0]["response_format"] == "pcm"
+    music_segment = next(s for s in body["timeline"]["segments"] if s["kind"] == "music")
+    assert music_segment["madeBy"] == "placeholder bed: Loudly not connected"
+    billed = body["timeline"]["speech"]
+    expected = (Decimal(len(CORAL)) * Decimal(30) / Decimal(1_000_000)).quantize(
+        Decimal("0.000001")
+    )
+    assert billed == {
+        "characters": len(CORAL),
+        "costUsd": str(expected),
+        "costExact": True,
+        "cachedLines": 0,
+    }
+    render = Render.objects.get(pk=asked.json()["id"])
+    assert render.speech_characters == len(CORAL) and render.speech_cost_usd == expected
+
+
+def test_a_line_read_before_is_taken_from_the_cache_and_costs_nothing(ad, user, speaking):
+    api = api_for(user)
+    first = api.post(f"/api/ads/{ad.pk}/renders", {}, format="json").json()
+    assert speaking.count == 1
+    estimate = api.post(f"/api/ads/{ad.pk}/renders?estimate=1", {"music": None}, format="json")
+    assert estimate.status_code == 200
+    assert estimate.json()["characters"] == 0 and estimate.json()["costUsd"] == "0"
+
+    # Another combination of the same voices (no music): a music-only change.
+    again = api.post(f"/api/ads/{ad.pk}/renders", {"music": None}, format="json").json()
+
+    assert again["id"] != first["id"]
+    body = api.get(f"/api/renders/{again['id']}").json()
+    assert body["status"] == "done", body
+    assert speaking.count == 1  # no second request for the unchanged line
+    reader = next(s for s in body["timeline"]["segments"] if s["ref"] == "track-0")
+    assert reader["readBy"] == "OpenAI (cached)"
+    assert body["timeline"]["speech"]["characters"] == 0
+    assert body["timeline"]["speech"]["cachedLines"] == 1
+
+
+def test_the_estimate_is_what_is_billed(ad, user, speaking):
+    api = api_for(user)
+
+    estimate = api.post(f"/api/ads/{ad.pk}/renders?estimate=1", {}, format="json")
+
+    assert estimate.status_code == 200
+    quoted = estimate.json()
+    assert Render.objects.count() == 0  # an estimate renders nothing
+    assert speaking.count == 0
+    assert [line["reader"] for line in quoted["lines"]] == ["openai", "guide"]
+    assert quoted["lines"][1]["note"] == "guide voice: ElevenLabs not configured"
+    made = api.post(f"/api/ads/{ad.pk}/renders", {}, format="json").json()
+    billed = api.get(f"/api/renders/{made['id']}").json()["timeline"]["speech"]
+    assert (quoted["characters"], quoted["costUsd"]) == (billed["characters"], billed["costUsd"])
+    assert quoted["capUsd"] == "5.0" and quoted["withinCap"] is True
+
+
+def test_a_render_over_the_workspace_cap_is_refused_before_it_starts(ad, user, speaking):
+    ad.workspace.speech_cost_cap_usd = Decimal("0.00")
+    ad.workspace.save()
+    api = api_for(user)
+
+    refused = api.post(f"/api/ads/{ad.pk}/renders", {}, format="json")
+
+    assert refused.status_code == 409
+    error = refused.json()["error"]
+    assert error["code"] == "speech_cost_over_cap"
+    assert f"({len(CORAL)} characters)" in error["message"]
+    assert "cap of $0.00 a render" in error["message"]
+    assert Render.objects.count() == 0 and speaking.count == 0
+    quoted = api.post(f"/api/ads/{ad.pk}/renders?estimate=1", {}, format="json").json()
+    assert quoted["withinCap"] is False and quoted["capUsd"] == "0.00"
+
+
+def test_a_provider_that_keeps_failing_leaves_the_guide_voice_reading(
+    ad, user, speaking, settings, caplog
+):
+    settings.ADSTUDIO_PROVIDER_RETRY = {"max_attempts": 2, "base_delay": 0.01, "jitter": 0}
+    speaking.fail(server_error(), server_error())
+    api = api_for(user)
+
+    with caplog.at_level(logging.WARNING):
+        made = api.post(f"/api/ads/{ad.pk}/renders", {}, format="json").json()
+
+    body = api.get(f"/api/renders/{made['id']}").json()
+    assert body["status"] == "done", body
+    assert speaking.count == 2  # the retry policy's two attempts
+    reader = next(s for s in body["timeline"]["segments"] if s["ref"] == "track-0")
+    assert (reader["reader"], reader["readBy"]) == ("guide", "guide voice: OpenAI failed")
+    assert any(
+        w.startswith("track-0: read by the guide voice, OpenAI failed (transient")
+        for w in body["timeline"]["warnings"]
+    )
+    assert body["timeline"]["speech"]["characters"] == 0
+    assert speaking.api_key not in caplog.text and speaking.api_key not in str(body)
+
+
+def test_a_bad_estimate_flag_is_a_400_naming_it(ad, user):
+    answer = api_for(user).post(f"/api/ads/{ad.pk}/renders?estimate=maybe", {}, format="json")
+
+    assert answer.status_code == 400
+    assert answer.json()["error"]["fields"]["estimate"] == ['"maybe" is not a flag: use 1 or 0.']
+    assert Render.objects.count() == 0
