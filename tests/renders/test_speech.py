@@ -201,3 +201,55 @@ def test_a_bad_estimate_flag_is_a_400_naming_it(ad, user):
     assert answer.status_code == 400
     assert answer.json()["error"]["fields"]["estimate"] == ['"maybe" is not a flag: use 1 or 0.']
     assert Render.objects.count() == 0
+
+
+# --- Faults: the disk full at the cache, the database lost mid-render ---------------------
+
+
+def test_a_full_disk_at_the_cache_still_renders_with_the_line_read(
+    ad, user, speaking, media, monkeypatch, caplog
+):
+    from adstudio.file_storage import WholeFileSystemStorage
+    from tests.renders.test_lifecycle import DiskFills
+
+    real = WholeFileSystemStorage._save
+
+    def full_under_speech(self, name, content):
+        if name.startswith("speech/"):
+            content = DiskFills(content.read())
+        return real(self, name, content)
+
+    monkeypatch.setattr(WholeFileSystemStorage, "_save", full_under_speech)
+    api = api_for(user)
+
+    with caplog.at_level(logging.WARNING, logger="speech.cache"):
+        made = api.post(f"/api/ads/{ad.pk}/renders", {}, format="json").json()
+
+    body = api.get(f"/api/renders/{made['id']}").json()
+    assert body["status"] == "done", body
+    reader = next(s for s in body["timeline"]["segments"] if s["ref"] == "track-0")
+    assert reader["readBy"] == "OpenAI"
+    assert "No space left on device" in caplog.text
+    speech_folder = media / "speech"
+    assert not speech_folder.exists() or not any(p.is_file() for p in speech_folder.rglob("*"))
+    # Not kept, so not taken for cached: the estimate prices the line again.
+    quoted = api.post(f"/api/ads/{ad.pk}/renders?estimate=1", {"music": None}, format="json")
+    assert quoted.json()["characters"] == len(CORAL)
+
+
+def test_the_database_lost_at_the_fenced_write_reads_no_line_twice(ad, speaking, media):
+    from renders.making import TryAgain, render_attempt
+    from renders.services import versions_of
+    from tests.renders.test_lifecycle import database_down_for, fenced_write
+
+    render = Render.objects.create(ad=ad, **versions_of(ad))  # its task not sent
+
+    with database_down_for(fenced_write, times=1), pytest.raises(TryAgain) as again:
+        render_attempt(render.pk)
+    made = render_attempt(render.pk, holder=again.value.holder)  # the task's next attempt
+
+    assert made.status == "done"
+    assert speaking.count == 1  # the line read before the outage came from the cache after
+    reader = next(s for s in made.timeline["segments"] if s["ref"] == "track-0")
+    assert reader["readBy"] == "OpenAI (cached)"
+    assert made.speech_characters == 0  # billed once, by the attempt that lost the database
