@@ -12,6 +12,7 @@ would be another person speaking. The guide voice is the fallback, and it says i
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
@@ -134,9 +135,11 @@ def read_line(
     watch: SpeechWatch = unwatched,
     policy: RetryPolicy | None = None,
     sleep: Callable[[float], None] = time.sleep,
+    stopped: threading.Event | None = None,
 ) -> LineRead:
     """The line read: from the cache, else by its provider with retries, else by the guide
-    voice with a warning naming the provider's last error."""
+    voice with a warning naming the provider's last error. Once ``stopped`` is set no
+    attempt begins and no retry waits."""
     request = line.request
     if request is None:
         return LineRead(line.track_id, GUIDE, note=line.note)
@@ -146,8 +149,14 @@ def read_line(
     label = registry.provider_label(request.provider)
     try:
         result, cost = _read(
-            request, watch=watch, policy=policy or RetryPolicy.from_settings(), sleep=sleep
+            request,
+            watch=watch,
+            policy=policy or RetryPolicy.from_settings(),
+            sleep=sleep if stopped is None else stopped.wait,
+            stopped=stopped,
         )
+    except _Stopped:
+        return LineRead(line.track_id, GUIDE, note="guide voice: the render stopped")
     except ProviderError as error:
         logger.warning("%s: %s could not read the line: %s", line.track_id, label, error)
         return LineRead(
@@ -171,12 +180,25 @@ def read_line(
     )
 
 
-def _read(request: SpeechRequest, *, watch: SpeechWatch, policy: RetryPolicy, sleep):
+class _Stopped(Exception):
+    """The render stopped reading (its claim lost): no attempt begins."""
+
+
+def _read(
+    request: SpeechRequest,
+    *,
+    watch: SpeechWatch,
+    policy: RetryPolicy,
+    sleep: Callable[[float], object],
+    stopped: threading.Event | None,
+):
     provider = registry.speech_provider(request.provider)
     if provider is None:  # configured when the lines were made, not now
         raise ProviderError(f"{registry.provider_label(request.provider)} is not configured")
     spent, attempt = 0.0, 0
     while True:
+        if stopped is not None and stopped.is_set():
+            raise _Stopped
         attempt += 1
         started = time.monotonic()
         try:
@@ -214,11 +236,12 @@ def read_lines(
             reads[n] = LineRead(line.track_id, GUIDE, note=line.note)
     if asked:
         pool = ThreadPoolExecutor(max_workers=max(1, concurrency), thread_name_prefix="speech")
+        stopped = threading.Event()
         try:
             pending: set[Future] = set()
             order: dict[Future, int] = {}
             for n, line in asked.items():
-                future = pool.submit(read_line, line, watch=watch)
+                future = pool.submit(read_line, line, watch=watch, stopped=stopped)
                 order[future] = n
                 pending.add(future)
             while pending:
@@ -228,6 +251,7 @@ def read_lines(
                 if progress is not None:
                     progress()
         finally:
+            stopped.set()  # a line in flight ends with its request; none waits to retry
             pool.shutdown(wait=False, cancel_futures=True)
     return [reads[n] for n in range(len(lines))]
 
