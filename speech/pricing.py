@@ -17,7 +17,15 @@ from django.conf import settings
 _PER_MILLION = Decimal(1_000_000)
 
 # provider -> model -> USD per million characters. Sources beside each.
-PRICES: dict[str, dict[str, Decimal]] = {}
+PRICES: dict[str, dict[str, Decimal]] = {
+    # ElevenLabs: no model priced yet. Its own API price list (elevenlabs.io/pricing/api)
+    # was not among the pages we could read (2026-11-29); its docs give only relative
+    # figures (the Models page: Flash v2.5 has a "50% lower price per character" than the
+    # multilingual models), and third-party summaries disagree on the base rate (USD 0.10
+    # or 0.12 per 1,000 characters for Multilingual v2/v3). Unpriced, a line's cost is
+    # reported as not exact; a deployment that knows its rate sets ADSTUDIO_SPEECH_PRICES.
+    "elevenlabs": {},
+}
 
 
 @dataclass(frozen=True)
