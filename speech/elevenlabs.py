@@ -117,6 +117,10 @@ class ElevenLabsSpeech:
                     request_id=request_id,
                 )
             audio = b"".join(response.data)
+            if not audio and request.text.strip():
+                raise TransientError(
+                    "the reply held no audio", provider=self.name, request_id=request_id
+                )
         return SpeechResult(
             audio=audio,
             sample_rate=SAMPLE_RATE,

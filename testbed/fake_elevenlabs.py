@@ -64,6 +64,7 @@ class FakeReply:
     headers: dict[str, str | None] = field(default_factory=dict)
     delay: float = 0.0  # seconds before answering (past the client's timeout = a timeout)
     content_type: str | None = None  # a success's own (default audio/pcm)
+    audio: bytes | None = None  # a success's body instead of the tone
 
 
 def error_reply(
@@ -393,6 +394,8 @@ class _Handler(BaseHTTPRequestHandler):
             return
         speed = float((body.get("voice_settings") or {}).get("speed") or 1.0)
         audio = tone(body["text"], sample_rate=PCM_FORMATS[output_format], speed=speed)
+        if reply.audio is not None:
+            audio = reply.audio
         headers: dict[str, str | None] = {
             "request-id": request_id,
             # Credits charged: one a character (the multilingual models' rate).

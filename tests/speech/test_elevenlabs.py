@@ -190,6 +190,13 @@ def test_a_200_that_is_not_audio_is_transient(fake_elevenlabs, adapter):
     assert caught.value.request_id == fake_elevenlabs._request_id(1)
 
 
+def test_a_200_without_audio_is_transient(fake_elevenlabs, adapter):
+    fake_elevenlabs.script(FakeReply(audio=b""))
+
+    with pytest.raises(TransientError, match="no audio"):
+        adapter.synthesize(line())
+
+
 # --- errors --------------------------------------------------------------------------
 
 ERRORS = [
