@@ -30,6 +30,7 @@ _QUOTA_CODES = {
     "billing_hard_limit_reached",  # OpenAI
     "exceeded_current_quota_error",  # Moonshot
     "arrearage",  # DashScope: the account is in arrears
+    "quota_exceeded",  # ElevenLabs: out of credits (sent with HTTP 401 or 400)
 }
 _QUOTA_PHRASES = (
     "exceeded your current quota",
@@ -83,9 +84,32 @@ def error_detail(body: Any) -> ErrorDetail:
         return ErrorDetail(code=str(body.get("code") or ""), message=error)
     if not isinstance(error, Mapping):
         error = body
+    if error is body and "detail" in body and not body.get("message"):
+        # FastAPI-style (ElevenLabs): {"detail": {"code"/"status", "message"}}, a list of
+        # validation errors, or a string.
+        detail = body["detail"]
+        if isinstance(detail, list):
+            return _validation_detail(detail)
+        if isinstance(detail, str):
+            return ErrorDetail(code=str(body.get("code") or ""), message=detail)
+        if isinstance(detail, Mapping):
+            error = detail
     code = error.get("code") or error.get("type") or error.get("status") or body.get("code")
     message = error.get("message") or body.get("message") or ""
     return ErrorDetail(code=str(code or ""), message=str(message))
+
+
+def _validation_detail(items: list[Any]) -> ErrorDetail:
+    """A validation error list (``[{"loc": [...], "msg": ..., "type": ...}]``) as one
+    message naming each field, its code the first item's type."""
+    found = [item for item in items if isinstance(item, Mapping)]
+    parts = []
+    for item in found:
+        where = ".".join(str(part) for part in item.get("loc") or ())
+        text = str(item.get("msg") or "")
+        parts.append(f"{where}: {text}" if where else text)
+    code = found[0].get("type") if found else ""
+    return ErrorDetail(code=str(code or ""), message="; ".join(p for p in parts if p))
 
 
 def _codes(body: Any, detail: ErrorDetail) -> set[str]:
@@ -94,7 +118,7 @@ def _codes(body: Any, detail: ErrorDetail) -> set[str]:
     if isinstance(body, list):
         body = next((item for item in body if isinstance(item, Mapping)), {})
     if isinstance(body, Mapping):
-        for scope in (body, body.get("error")):
+        for scope in (body, body.get("error"), body.get("detail")):
             if isinstance(scope, Mapping):
                 for key in ("code", "type", "status"):
                     if isinstance(scope.get(key), str):

@@ -23,6 +23,13 @@ PRICES: dict[str, dict[str, Decimal]] = {
     # ($0.60 per 1M text tokens in, $12.00 per 1M audio tokens out, "~$0.015 / minute"),
     # which a line's characters do not fix: it stays unpriced, its cost not exact.
     "openai": {"tts-1": Decimal("15.00"), "tts-1-hd": Decimal("30.00")},
+    # ElevenLabs: no model priced yet. Its own API price list (elevenlabs.io/pricing/api)
+    # was not among the pages we could read (2026-11-29); its docs give only relative
+    # figures (the Models page: Flash v2.5 has a "50% lower price per character" than the
+    # multilingual models), and third-party summaries disagree on the base rate (USD 0.10
+    # or 0.12 per 1,000 characters for Multilingual v2/v3). Unpriced, a line's cost is
+    # reported as not exact; a deployment that knows its rate sets ADSTUDIO_SPEECH_PRICES.
+    "elevenlabs": {},
 }
 
 

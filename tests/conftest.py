@@ -18,7 +18,7 @@ import pytest
 from django.conf import settings
 
 pytest_plugins = [
-    "tests.fakes.fixtures",  # fake_openai, fake_providers
+    "tests.fakes.fixtures",  # fake_openai, fake_providers, fake_anthropic, fake_elevenlabs
     "tests.support.fixtures",  # broker, worker
     "tests.support.observability",  # tracing_on, collector, metrics_on
 ]

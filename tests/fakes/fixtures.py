@@ -2,7 +2,8 @@
 
 ``fake_openai`` (OpenAI-compatible) and ``fake_anthropic`` (Messages API) yield a started
 server and fail the test at teardown if a scripted turn was never requested, an unscripted
-request arrived, or a request broke the message protocol. ``fake_providers`` also points the
+request arrived, or a request broke the message protocol. ``fake_elevenlabs`` (text to
+speech) fails it if a scripted reply was never requested. ``fake_providers`` also points the
 openai, qwen and kimi settings at ``fake_openai``, with retry waits small enough that no
 test sleeps for long.
 """
@@ -14,6 +15,7 @@ from collections.abc import Iterator
 import pytest
 
 from testbed.fake_anthropic import FakeAnthropicServer
+from testbed.fake_elevenlabs import FakeElevenLabsServer
 from testbed.fake_openai import FakeOpenAIServer
 from testbed.fake_openai_speech import FakeOpenAISpeechServer
 
@@ -85,3 +87,15 @@ def fake_azure_speech():
     problems = server.verify()
     if problems:
         pytest.fail("fake Azure Speech server:\n  " + "\n  ".join(problems), pytrace=False)
+
+
+@pytest.fixture
+def fake_elevenlabs() -> Iterator[FakeElevenLabsServer]:
+    server = FakeElevenLabsServer().start()
+    try:
+        yield server
+    finally:
+        server.stop()
+    problems = server.verify()
+    if problems:
+        pytest.fail("fake ElevenLabs server:\n  " + "\n  ".join(problems), pytrace=False)

@@ -12,7 +12,7 @@ from providers.base import (
     RateLimited,
     TransientError,
 )
-from providers.errors import classify_status, classify_stream_error, error_detail
+from providers.errors import ErrorDetail, classify_status, classify_stream_error, error_detail
 
 KEY = "sk-proj-abcdefghijklmnopqrstuvwxyz0123"
 
@@ -158,3 +158,87 @@ def test_error_object_after_200_is_transient_unless_it_is_moderation():
 
     assert isinstance(cut, TransientError)
     assert isinstance(filtered, ContentFiltered)
+
+
+# ElevenLabs answers as a FastAPI service does: {"detail": {...}} with a legacy ``status``
+# code (and, in newer replies, ``type`` and ``code``), or a list of validation errors.
+ELEVENLABS_CASES = [
+    (
+        "invalid key is authentication",
+        401,
+        {"detail": {"status": "invalid_api_key", "message": "Invalid API key"}},
+        AuthenticationFailed,
+        "Invalid API key",
+    ),
+    (
+        "quota exceeded with 401 is final, not an authentication failure",
+        401,
+        {"detail": {"status": "quota_exceeded", "message": "You have insufficient quota"}},
+        QuotaExhausted,
+        "You have insufficient quota",
+    ),
+    (
+        "quota exceeded with 400 is final",
+        400,
+        {"detail": {"status": "quota_exceeded", "message": "You have insufficient quota"}},
+        QuotaExhausted,
+        "You have insufficient quota",
+    ),
+    (
+        "too many concurrent requests is retried",
+        429,
+        {"detail": {"status": "too_many_concurrent_requests", "message": "Too many at once"}},
+        RateLimited,
+        "Too many at once",
+    ),
+    (
+        "a validation list names the field",
+        422,
+        {"detail": [{"loc": ["body", "text"], "msg": "Field required", "type": "missing"}]},
+        BadRequest,
+        "body.text: Field required",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("label", "status", "body", "kind", "text"),
+    ELEVENLABS_CASES,
+    ids=[c[0] for c in ELEVENLABS_CASES],
+)
+def test_elevenlabs_detail_bodies(label, status, body, kind, text):
+    error = classify(status, body)
+
+    assert type(error) is kind
+    assert text in error.message
+    assert error.provider_code == (
+        body["detail"][0]["type"] if isinstance(body["detail"], list) else body["detail"]["status"]
+    )
+
+
+def test_elevenlabs_detail_shapes():
+    newer = {
+        "detail": {
+            "type": "validation_error",
+            "code": "invalid_parameters",
+            "message": "The 'keyterms' parameter is only supported with 'scribe_v2'.",
+            "status": "invalid_parameters",
+            "request_id": "3c807fc4c3a1705f9638ecc764a91c01",
+            "param": "keyterms",
+        }
+    }
+
+    assert error_detail(newer) == ErrorDetail(
+        code="invalid_parameters",
+        message="The 'keyterms' parameter is only supported with 'scribe_v2'.",
+    )
+    assert error_detail({"detail": "Not Found"}) == ErrorDetail(code="", message="Not Found")
+    two = {
+        "detail": [
+            {"loc": ["query", "output_format"], "msg": "bad format", "type": "enum"},
+            {"loc": [], "msg": "and another", "type": "value_error"},
+        ]
+    }
+    assert error_detail(two) == ErrorDetail(
+        code="enum", message="query.output_format: bad format; and another"
+    )
