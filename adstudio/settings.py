@@ -218,9 +218,11 @@ if ADSTUDIO_RENDER_LOUDNESS_LUFS > -1:
     )
 # Seconds of quiet before the first words of a scratch track, and between two speakers
 # where the script gives neither an overlap nor a gap (overlap 0): air a real ad leaves.
-# Speech (speech/): lines read at once per render, and the most one render may cost in
-# speech (USD) in a workspace that sets no cap of its own (Workspace.speech_cost_cap_usd).
-ADSTUDIO_SPEECH_CONCURRENCY = env_int("ADSTUDIO_SPEECH_CONCURRENCY", 4, minimum=1)
+# Speech (speech/): lines read at once per render (six: a 30 s ad's lines in one wave; a
+# provider plan that allows fewer concurrent requests answers 429, which is waited out), and
+# the most one render may cost in speech (USD) in a workspace that sets no cap of its own
+# (Workspace.speech_cost_cap_usd).
+ADSTUDIO_SPEECH_CONCURRENCY = env_int("ADSTUDIO_SPEECH_CONCURRENCY", 6, minimum=1)
 ADSTUDIO_SPEECH_COST_CAP_USD = env_float("ADSTUDIO_SPEECH_COST_CAP_USD", 5.0, minimum=0.0)
 ADSTUDIO_RENDER_PREROLL_S = env_float("ADSTUDIO_RENDER_PREROLL_S", 0.3, minimum=0.0)
 ADSTUDIO_RENDER_SPEAKER_GAP_S = env_float("ADSTUDIO_RENDER_SPEAKER_GAP_S", 0.25, minimum=0.0)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import time
 from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from datetime import datetime
 
@@ -86,12 +87,16 @@ class Mix:
         self, *, description: str = "", originated: datetime | None = None
     ) -> dict[str, bytes]:
         """Every file of the render by format: ``ogg``, ``wav``, ``mp3`` and a stem per
-        kind rendered (``voices.wav``, ``music.wav``, ``sfx.wav``: float WAV)."""
-        files = {
-            "ogg": self.ogg_opus(),
-            "wav": self.wav(description=description, originated=originated),
-            "mp3": self.mp3(),
-        }
+        kind rendered (``voices.wav``, ``music.wav``, ``sfx.wav``: float WAV). The Opus
+        file, the longest to make, is encoded in a thread of its own while the others are
+        (libsndfile's encoder runs without the GIL)."""
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="opus") as pool:
+            opus = pool.submit(self.ogg_opus)
+            files = {
+                "wav": self.wav(description=description, originated=originated),
+                "mp3": self.mp3(),
+            }
+            files = {"ogg": opus.result(), **files}
         for kind, stem in self.stems.items():
             files[f"{kind}.wav"] = encode.float_wav(stem, self.sample_rate)
         return files

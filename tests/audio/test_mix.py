@@ -15,7 +15,8 @@ import pyloudnorm
 import pytest
 import soundfile
 
-from audio import guide_voice, mix
+from audio import guide_voice, mix, music
+from audio.music import PlaceholderBed
 from audio.presets import PRESETS
 from providers.demo_lines import LINES
 
@@ -128,10 +129,10 @@ def test_effects_are_told_apart_and_the_bed_follows_the_bpm():
     chime, again, boom = (mix._effect(d, rate, rate) for d in ("chime", "chime", "boom"))
     assert np.array_equal(chime, again) and not np.array_equal(chime, boom)
 
-    bed = mix._music_bed(8 * rate, rate, 120)  # two beats a second
+    bed = PlaceholderBed().bed(prompt="pad at 120 bpm", count=8 * rate, rate=rate)  # 2 a second
     envelope = np.abs(bed).reshape(-1, 441).max(axis=1)  # 20 ms frames
     peaks = [n for n in range(1, len(envelope) - 1) if envelope[n] > envelope[n - 1] * 1.2]
-    assert mix._bpm("Warm pad at 96 BPM") == 96 and mix._bpm("no tempo") == mix.DEFAULT_BPM
+    assert music._bpm("Warm pad at 96 BPM") == 96 and music._bpm("no tempo") == music.DEFAULT_BPM
     assert len(peaks) >= 8  # a pulse on each beat, not a flat drone
 
 
@@ -180,3 +181,23 @@ def test_an_ad_renders_in_every_catalogue_language(language):
     assert made.loudness_lufs == pytest.approx(-16, abs=0.2)
     voice = [s for s in made.timeline.segments if s.kind == "voice"]
     assert voice[1].start_s == pytest.approx(voice[0].end_s + 0.3)
+
+
+def test_the_music_comes_from_the_provider_the_draft_names_once_it_is_connected(monkeypatch):
+    class Silence:
+        name = "mubert"
+
+        def bed(self, *, prompt: str, count: int, rate: int):
+            return np.zeros(count, dtype=np.float32)
+
+    music_draft = {"musicPrompt": "pad at 90 bpm", "musicProvider": "mubert", "duration": 10}
+    placeholder = mix.render(language="en", slot_s=10, voices=None, music=music_draft, sfx=None)
+    monkeypatch.setitem(music.PROVIDERS, "mubert", Silence())
+
+    connected = mix.render(language="en", slot_s=10, voices=None, music=music_draft, sfx=None)
+
+    said = [s.made_by for s in placeholder.timeline.segments if s.kind == "music"]
+    assert said == ["placeholder bed: Mubert not connected"]
+    assert [s.made_by for s in connected.timeline.segments if s.kind == "music"] == ["Mubert"]
+    assert np.abs(placeholder.stems["music"]).max() > 0.01
+    assert np.abs(connected.stems["music"]).max() == 0.0  # the provider's bed, not ours

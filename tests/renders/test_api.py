@@ -78,7 +78,8 @@ def test_the_timeline_is_typed_in_the_schema_and_open_to_new_keys(ad, user, task
     assert "synthesisRealTimeFactor" in made  # a key beside the documented ones
     assert list(timeline.iter_errors(made)) == []
     assert list(timeline.iter_errors({})) == []  # not done yet
-    assert list(timeline.iter_errors({**made, "speech": {"sfx-0": 1.5}})) == []
+    assert list(timeline.iter_errors({**made, "loudnessRange": {"sfx-0": 1.5}})) == []
+    assert made["speech"] == {"characters": 0, "costUsd": "0", "costExact": True, "cachedLines": 0}
     for broken in (
         {key: value for key, value in made.items() if key != "segments"},
         {**made, "segments": [{**made["segments"][0], "startS": "0.0"}]},
