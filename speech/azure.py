@@ -193,12 +193,14 @@ def voice_content(request: SpeechRequest) -> str:
 
 
 def ssml_language(request: SpeechRequest) -> str:
-    """``xml:lang``: the catalogue's locale, else the voice's own (its name's prefix), else
-    the language."""
-    if request.locale:
-        return request.locale
+    """``xml:lang``: the voice's own locale as Azure spells it (its name's prefix), else the
+    catalogue's, else the language. The name first: the catalogue stores a locale as its
+    languages module normalises it (Azure's ``fil-PH`` is stored ``tl-PH``), which Azure
+    would not take for the voice's."""
     match = _VOICE_LOCALE.match(request.voice_id)
-    return match.group(1) if match else request.language
+    if match:
+        return match.group(1)
+    return request.locale or request.language
 
 
 def prosody_rate(speed: float) -> str:

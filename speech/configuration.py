@@ -5,11 +5,13 @@ not configured: its voices are read by the guide voice, and the render says so.
 
 from __future__ import annotations
 
+from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from django.core.exceptions import ImproperlyConfigured
 
-from adstudio.env import env_str
+from adstudio.env import env_list, env_str
+from speech.pricing import PRICES
 
 # Per provider: the variables naming its key, base URL and model (docs/speech.md). OpenAI's
 # key is the one its chat models use; its speech base URL defaults to theirs.
@@ -52,4 +54,38 @@ def from_environment() -> dict[str, Any]:
                 "AZURE_SPEECH_ENDPOINT: set the region of the Speech resource the key belongs to."
             )
         providers[name] = entry
-    return {"ADSTUDIO_SPEECH_PROVIDERS": providers}
+    return {
+        "ADSTUDIO_SPEECH_PROVIDERS": providers,
+        "ADSTUDIO_SPEECH_PRICES": prices("ADSTUDIO_SPEECH_PRICES"),
+    }
+
+
+def prices(name: str) -> dict[str, dict[str, Decimal]]:
+    """The price table (``speech.pricing.PRICES``) with a deployment's own rates over it:
+    ``elevenlabs:eleven_multilingual_v2=100,azure:neural=16``, USD per million
+    characters, for a provider the table leaves unpriced or a contract of its own."""
+    table = {provider: dict(models) for provider, models in PRICES.items()}
+    for item in env_list(name, []):
+        key, sep, value = item.partition("=")
+        provider, colon, model = key.strip().partition(":")
+        if not (sep and colon and provider and model.strip()):
+            raise ImproperlyConfigured(
+                f"{name}: {item!r} is not provider:model=USD per million characters "
+                "(e.g. elevenlabs:eleven_multilingual_v2=100)."
+            )
+        if provider not in ENVIRONMENT:
+            raise ImproperlyConfigured(
+                f"{name}: {item!r} names unknown provider {provider!r}: use one of "
+                f"{', '.join(ENVIRONMENT)}."
+            )
+        try:
+            price = Decimal(value.strip())
+        except InvalidOperation:
+            price = Decimal(-1)
+        if not price.is_finite() or price < 0:
+            raise ImproperlyConfigured(
+                f"{name}: {item!r}: {value.strip()!r} is not a price (USD per million "
+                "characters, e.g. 100 or 16.5)."
+            )
+        table.setdefault(provider, {})[model.strip()] = price
+    return table

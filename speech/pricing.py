@@ -4,7 +4,8 @@ All three bill by the character of text sent (ElevenLabs in credits, one a chara
 its multilingual models; OpenAI's ``tts-1`` and ``tts-1-hd``; Azure's neural voices), so a
 line's cost is known before it is read: ``costExact`` is true for a priced model. Prices
 are USD per million characters at each provider's pay-as-you-go rate; a deployment with
-another contract sets ``ADSTUDIO_SPEECH_PRICES`` to its own.
+another contract, or a rate for a model left unpriced here, sets ``ADSTUDIO_SPEECH_PRICES``
+(``speech.configuration.prices``).
 """
 
 from __future__ import annotations

@@ -120,12 +120,13 @@ def test_no_style_no_express_as_even_with_a_degree():
 @pytest.mark.parametrize(
     ("overrides", "lang"),
     [
-        ({"locale": "th-TH", "voice_id": "en-US-JennyMultilingualNeural"}, "th-TH"),
+        ({"locale": "tl-PH", "voice_id": "fil-PH-BlessicaNeural"}, "fil-PH"),
         ({"voice_id": "sr-Latn-RS-NicholasNeural", "language": "sr"}, "sr-Latn-RS"),
+        ({"locale": "de-CH", "voice_id": "my-custom-voice", "language": "de"}, "de-CH"),
         ({"voice_id": "my-custom-voice", "language": "de"}, "de"),
     ],
 )
-def test_xml_lang_is_the_locale_else_the_voices_else_the_language(overrides, lang):
+def test_xml_lang_is_the_voices_else_the_locale_else_the_language(overrides, lang):
     root = ET.fromstring(ssml(line(**overrides)))
 
     assert root.get(XML_LANG) == lang

@@ -187,3 +187,22 @@ def test_bad_variables_stop_the_start_naming_them(monkeypatch):
     entries = from_environment()["ADSTUDIO_SPEECH_PROVIDERS"]
     assert entries["openai"]["base_url"] == "http://127.0.0.1:9/v1"  # the chat models' URL
     assert entries["azure"]["region"] == "westeurope"
+
+
+def test_a_deployment_prices_what_the_table_leaves_unpriced(monkeypatch):
+    monkeypatch.setenv(
+        "ADSTUDIO_SPEECH_PRICES", "elevenlabs:eleven_multilingual_v2=100, azure:neural=16.5"
+    )
+    table = from_environment()["ADSTUDIO_SPEECH_PRICES"]
+    assert table["elevenlabs"]["eleven_multilingual_v2"] == Decimal("100")
+    assert table["azure"]["neural"] == Decimal("16.5")
+    assert table["openai"]["tts-1-hd"] == Decimal("30.00")  # the table's own kept
+    for bad, named in (
+        ("elevenlabs=100", "is not provider:model=USD"),
+        ("polly:neural=4", "unknown provider 'polly'"),
+        ("azure:neural=cheap", "'cheap' is not a price"),
+        ("azure:neural=-1", "'-1' is not a price"),
+    ):
+        monkeypatch.setenv("ADSTUDIO_SPEECH_PRICES", bad)
+        with pytest.raises(ImproperlyConfigured, match=re.escape(named)):
+            from_environment()
