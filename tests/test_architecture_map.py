@@ -21,6 +21,7 @@ APPS = (
     "evaluations",
     "providers",
     "renders",
+    "speech",
     "voices",
     "workspaces",
 )

@@ -24,6 +24,7 @@ PACKAGES = (
     "conversations",
     "renders",
     "drafts",
+    "speech",
     "voices",
     "workspaces",
     "providers",
