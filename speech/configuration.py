@@ -10,7 +10,7 @@ from typing import Any
 
 from django.core.exceptions import ImproperlyConfigured
 
-from adstudio.env import env_list, env_str
+from adstudio.env import env_float, env_list, env_str
 from speech.pricing import PRICES
 
 # Per provider: the variables naming its key, base URL and model (docs/speech.md). OpenAI's
@@ -38,8 +38,11 @@ def from_environment() -> dict[str, Any]:
     """``ADSTUDIO_SPEECH_PROVIDERS``: each provider's entry; ``ImproperlyConfigured`` names
     the first variable whose value is bad."""
     providers: dict[str, dict[str, str]] = {}
+    # Seconds one request may take, connecting and reading the whole line.
+    timeout_s = env_float("ADSTUDIO_SPEECH_TIMEOUT_S", 30.0, minimum=1.0)
     for name, variables in ENVIRONMENT.items():
         entry = {field: env_str(variable) for field, variable in variables.items()}
+        entry["timeout_s"] = f"{timeout_s:g}"
         base_url = entry["base_url"].rstrip("/")
         if base_url and not base_url.startswith(("http://", "https://")):
             raise ImproperlyConfigured(

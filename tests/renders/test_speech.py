@@ -253,3 +253,28 @@ def test_the_database_lost_at_the_fenced_write_reads_no_line_twice(ad, speaking,
     reader = next(s for s in made.timeline["segments"] if s["ref"] == "track-0")
     assert reader["readBy"] == "OpenAI (cached)"
     assert made.speech_characters == 0  # billed once, by the attempt that lost the database
+
+
+def test_lines_kept_in_the_bucket_are_every_hosts_cache(
+    ad, user, speaking, s3_server, settings, tmp_path
+):
+    from tests.renders.test_s3 import s3_storage
+
+    name = s3_server.bucket()
+    settings.MEDIA_ROOT = tmp_path / "local-disk"
+    settings.STORAGES = {**settings.STORAGES, "default": s3_storage(s3_server.url, name)}
+    api = api_for(user)
+
+    first = api.post(f"/api/ads/{ad.pk}/renders", {}, format="json").json()
+    # Another host (its own storage client, nothing on its disk) renders the other mix.
+    settings.STORAGES = {**settings.STORAGES, "default": s3_storage(s3_server.url, name)}
+    again = api.post(f"/api/ads/{ad.pk}/renders", {"music": None}, format="json").json()
+
+    assert api.get(f"/api/renders/{first['id']}").json()["status"] == "done"
+    body = api.get(f"/api/renders/{again['id']}").json()
+    assert body["status"] == "done", body
+    assert speaking.count == 1
+    assert body["timeline"]["speech"]["cachedLines"] == 1
+    [kept] = [key for key in s3_server.keys(name) if key.startswith("speech/")]
+    assert kept.endswith(".pcm")
+    assert not (tmp_path / "local-disk").exists()  # nothing on this host's disk

@@ -187,6 +187,10 @@ def test_bad_variables_stop_the_start_naming_them(monkeypatch):
     entries = from_environment()["ADSTUDIO_SPEECH_PROVIDERS"]
     assert entries["openai"]["base_url"] == "http://127.0.0.1:9/v1"  # the chat models' URL
     assert entries["azure"]["region"] == "westeurope"
+    assert entries["openai"]["timeout_s"] == "30"
+    monkeypatch.setenv("ADSTUDIO_SPEECH_TIMEOUT_S", "0.1")
+    with pytest.raises(ImproperlyConfigured, match="ADSTUDIO_SPEECH_TIMEOUT_S"):
+        from_environment()
 
 
 def test_a_deployment_prices_what_the_table_leaves_unpriced(monkeypatch):
