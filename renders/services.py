@@ -26,7 +26,7 @@ from renders import files
 from renders.cast_lines import cast_lines, cast_of
 from renders.models import FILE_FIELDS, Render, RenderPreset, RenderStatus
 from speech.reading import Estimate, estimate
-from workspaces.access import may
+from workspaces.access import may, require
 from workspaces.roles import Action
 
 logger = logging.getLogger(__name__)
@@ -99,7 +99,7 @@ def render_request(
         )
     existing = render_of(ad, fields, preset=preset)
     if existing is None or existing.status == RenderStatus.FAILED:
-        _refuse_over_cap(ad, fields)
+        _speech_allowed(ad, fields, user)
     with transaction.atomic():
         render = render_of(ad, fields, preset=preset)
         if render is None:
@@ -154,10 +154,14 @@ def render_quote(*, ad: Ad, versions: dict[str, Draft | None]) -> SpeechQuote:
     return SpeechQuote(estimate(lines), speech_cap(ad))
 
 
-def _refuse_over_cap(ad: Ad, fields: dict[str, Draft | None]) -> None:
-    """``SpeechOverCap`` when reading the lines would cost more than the cap. Priced before
-    the transaction: it reads the cache in storage, which no row lock should wait on."""
+def _speech_allowed(ad: Ad, fields: dict[str, Draft | None], user) -> None:
+    """Refused when a provider would read lines (billed) and ``user``'s role does not
+    allow it (``ActionNotAllowed``), or when they would cost more than the cap
+    (``SpeechOverCap``). Priced before the transaction: it reads the cache in storage,
+    which no row lock should wait on. ``user`` None: the product's own request."""
     quote = render_quote(ad=ad, versions=fields)
+    if quote.estimate.characters and user is not None:
+        require(user, ad.workspace_id, Action.RENDER_VOICES)
     if not quote.within_cap:
         raise SpeechOverCap(
             f"Reading this render's lines would cost ${quote.estimate.cost_usd} "

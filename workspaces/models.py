@@ -30,7 +30,12 @@ class Workspace(models.Model):
     # providers, USD); None: ADSTUDIO_SPEECH_COST_CAP_USD. A render estimated above it is
     # refused before it starts.
     speech_cost_cap_usd = models.DecimalField(
-        max_digits=10, decimal_places=2, null=True, blank=True
+        max_digits=10,
+        decimal_places=2,
+        null=True,
+        blank=True,
+        help_text="The most one render may cost in speech, USD; empty: the deployment's "
+        "ADSTUDIO_SPEECH_COST_CAP_USD.",
     )
     created_at = models.DateTimeField(auto_now_add=True)
 

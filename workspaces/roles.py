@@ -20,6 +20,9 @@ class MemberRole(models.TextChoices):
 class Action(models.TextChoices):
     VIEW = "view", "Read the workspace's ads, drafts, conversations and runs"
     ACTIVATE = "activate", "Activate a draft version"
+    # A render whose lines a speech provider reads is billed; one of cached lines or the
+    # guide voice costs nothing, and anyone who may view may ask for it.
+    RENDER_VOICES = "render_voices", "Render with the cast voices' speech providers (billed)"
     CREATE_AD = "create_ad", "Create an ad"
     EDIT_AD = "edit_ad", "Edit an ad's brief"
     CHAT = "chat", "Generate and chat with the creative director"
@@ -30,7 +33,7 @@ class Action(models.TextChoices):
 
 
 _VIEWER = frozenset({Action.VIEW})
-_REVIEWER = _VIEWER | {Action.ACTIVATE}
+_REVIEWER = _VIEWER | {Action.ACTIVATE, Action.RENDER_VOICES}
 _EDITOR = _REVIEWER | {Action.CREATE_AD, Action.EDIT_AD, Action.CHAT, Action.CANCEL}
 _ADMIN = _EDITOR | {Action.ARCHIVE_AD, Action.MOVE_AD, Action.MANAGE_MEMBERS}
 

@@ -278,3 +278,27 @@ def test_lines_kept_in_the_bucket_are_every_hosts_cache(
     [kept] = [key for key in s3_server.keys(name) if key.startswith("speech/")]
     assert kept.endswith(".pcm")
     assert not (tmp_path / "local-disk").exists()  # nothing on this host's disk
+
+
+def test_a_viewer_may_not_have_lines_read_at_a_cost_but_may_hear_what_costs_nothing(
+    ad, speaking, django_user_model
+):
+    from workspaces.models import Membership
+    from workspaces.roles import MemberRole
+
+    viewer = django_user_model.objects.create_user("vera")
+    reviewer = django_user_model.objects.create_user("rex")
+    Membership.objects.create(workspace=ad.workspace, user=viewer, role=MemberRole.VIEWER)
+    Membership.objects.create(workspace=ad.workspace, user=reviewer, role=MemberRole.REVIEWER)
+
+    refused = api_for(viewer).post(f"/api/ads/{ad.pk}/renders", {}, format="json")
+
+    assert refused.status_code == 403
+    assert refused.json()["error"]["code"] == "not_allowed"
+    assert "speech providers (billed) is not allowed" in refused.json()["error"]["message"]
+    assert Render.objects.count() == 0 and speaking.count == 0
+    made = api_for(reviewer).post(f"/api/ads/{ad.pk}/renders", {}, format="json")
+    assert made.status_code == 202 and speaking.count == 1
+    # The same lines again, now cached: nothing to bill, so the viewer may.
+    cached = api_for(viewer).post(f"/api/ads/{ad.pk}/renders", {"music": None}, format="json")
+    assert cached.status_code == 202 and speaking.count == 1
