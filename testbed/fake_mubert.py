@@ -233,12 +233,11 @@ class FakeMubertServer:
             self.tracks[track.id] = track
         return track
 
-    def _poll(self, track_id: str) -> _Track | None:
+    def _poll(self, track: _Track) -> str:
+        """The generation's status at this answered poll (refused polls do not count)."""
         with self._lock:
-            track = self.tracks.get(track_id)
-            if track is not None:
-                track.polls += 1
-            return track
+            track.polls += 1
+            return "processing" if track.polls <= self.polls_before_done else self.finish_with
 
     def _track(self, track_id: str) -> _Track | None:
         with self._lock:
@@ -461,15 +460,14 @@ class _Handler(BaseHTTPRequestHandler):
         if not self._credentials_ok():
             return
         track_id = self.path[len(TRACKS_PATH) + 1 :]
-        track = fake._poll(track_id)
+        track = fake._track(track_id)
         if track is None:
             fake._problem(f"request {number}: poll of unknown track {track_id!r}")
             self._json(404, {**error_body(f"Track {track_id} not found", "TrackNotFound")})
             return
         if not self._waited() or self._failed("poll"):
             return
-        status = "processing" if track.polls <= fake.polls_before_done else fake.finish_with
-        self._json(200, {"data": _show(track, status, fake.origin)})
+        self._json(200, {"data": _show(track, fake._poll(track), fake.origin)})
 
     def _download(self, number: int) -> None:
         fake = self.server.fake
