@@ -4,9 +4,9 @@ mono PCM, the shape ``speech.base`` gives every line.
 
 Wire details, each from Mubert's own reference: the OpenAPI document of
 music-api.mubert.com ("Mubert AI Music API v3", version 3.0, as published on the API's
-swagger page), Mubert's documentation page (mubert.com/api/docs) and Mubert's Agent Skills
-for the API (github.com/MubertAI/skills, ``mubert-generate/SKILL.md`` and
-``mubert-generate/references/api_reference.md``).
+swagger page), Mubert's documentation page (mubert.com/api/docs) and Mubert's own usage
+guide for the API (github.com/MubertAI/skills, ``mubert-generate/SKILL.md`` and
+``mubert-generate/references/api_reference.md``, called "the skills reference" below).
 
 - Base URL ``https://music-api.mubert.com/api/v3``; the ``public`` directory is the
   customers' (mubert.com/api/docs, "Authentication").
