@@ -1,6 +1,7 @@
 """The speech providers' settings, read from the environment: each provider's key, base URL
 (a fake server's in tests), model and, for Azure, its region. A provider without a key is
-not configured: its voices are read by the guide voice, and the render says so.
+not configured: its voices are read by the guide voice, and the render says so. The music
+providers' settings (``ADSTUDIO_MUSIC_PROVIDERS``) are read here too, apart from them.
 """
 
 from __future__ import annotations
@@ -34,9 +35,20 @@ ENVIRONMENT = {
 }
 
 
+# Per music provider: the variables naming its credentials and base URL (docs/speech.md). A
+# Mubert customer is an id and an access token, both needed.
+MUSIC_ENVIRONMENT = {
+    "mubert": {
+        "customer_id": "MUBERT_CUSTOMER_ID",
+        "access_token": "MUBERT_ACCESS_TOKEN",
+        "base_url": "MUBERT_BASE_URL",
+    },
+}
+
+
 def from_environment() -> dict[str, Any]:
-    """``ADSTUDIO_SPEECH_PROVIDERS``: each provider's entry; ``ImproperlyConfigured`` names
-    the first variable whose value is bad."""
+    """``ADSTUDIO_SPEECH_PROVIDERS``: each provider's entry, and ``ADSTUDIO_MUSIC_PROVIDERS``;
+    ``ImproperlyConfigured`` names the first variable whose value is bad."""
     providers: dict[str, dict[str, str]] = {}
     # Seconds one request may take, connecting and reading the whole line.
     timeout_s = env_float("ADSTUDIO_SPEECH_TIMEOUT_S", 30.0, minimum=1.0)
@@ -60,7 +72,31 @@ def from_environment() -> dict[str, Any]:
     return {
         "ADSTUDIO_SPEECH_PROVIDERS": providers,
         "ADSTUDIO_SPEECH_PRICES": prices("ADSTUDIO_SPEECH_PRICES"),
+        "ADSTUDIO_MUSIC_PROVIDERS": music_providers(),
     }
+
+
+def music_providers() -> dict[str, dict[str, str]]:
+    """Each music provider's entry. A Mubert customer id without its token (or the reverse)
+    is a start-up error: one alone reads as configured to no one, and silently."""
+    providers: dict[str, dict[str, str]] = {}
+    for name, variables in MUSIC_ENVIRONMENT.items():
+        entry = {field: env_str(variable) for field, variable in variables.items()}
+        base_url = entry["base_url"].rstrip("/")
+        if base_url and not base_url.startswith(("http://", "https://")):
+            raise ImproperlyConfigured(
+                f"{variables['base_url']}={base_url!r} is not a URL: expected https://HOST[/PATH]."
+            )
+        entry["base_url"] = base_url
+        if bool(entry["customer_id"]) != bool(entry["access_token"]):
+            pair = ("customer_id", "access_token")
+            given, missing = pair if entry["customer_id"] else pair[::-1]
+            raise ImproperlyConfigured(
+                f"{variables[given]} is set but {variables[missing]} is not: a Mubert customer "
+                "needs both (or set neither for the placeholder music)."
+            )
+        providers[name] = entry
+    return providers
 
 
 def prices(name: str) -> dict[str, dict[str, Decimal]]:

@@ -99,3 +99,20 @@ def fake_elevenlabs() -> Iterator[FakeElevenLabsServer]:
     problems = server.verify()
     if problems:
         pytest.fail("fake ElevenLabs server:\n  " + "\n  ".join(problems), pytrace=False)
+
+
+@pytest.fixture
+def fake_mubert():
+    """A fake Mubert Music API (testbed/fake_mubert.py) for this test alone; the test fails
+    at teardown if a request was refused as Mubert would refuse it (a credential aside), a
+    download link was asked with the credentials, or a scripted failure was never served."""
+    from testbed.fake_mubert import FakeMubertServer
+
+    server = FakeMubertServer().start()
+    try:
+        yield server
+    finally:
+        server.stop()
+    problems = server.verify()
+    if problems:
+        pytest.fail("fake Mubert server:\n  " + "\n  ".join(problems), pytrace=False)
