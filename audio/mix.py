@@ -25,7 +25,7 @@ from scipy.signal import resample_poly
 
 from audio import bwf, encode, guide_voice, mastering
 from audio.loudness import Measured
-from audio.music import music_provider
+from audio.music import PLACEHOLDER, MusicProvider, placeholder_note
 from audio.presets import DEFAULT, PRESETS, Preset
 from audio.timeline import Timeline, timeline
 
@@ -115,11 +115,15 @@ def render(
     gap_s: float = 0.0,
     progress: Callable[[], None] | None = None,
     read: Mapping[str, Reading] | None = None,
+    music_maker: MusicProvider | None = None,
+    music_made_by: str = "",
 ) -> Mix:
     """The scratch track of these payloads (any may be None: that kind is left out).
     ``cast`` gives each voice id's catalogue ``gender`` and ``age`` (its guide voice);
     ``read`` the tracks already read by their cast voice, by track id (the others are
-    read by the guide voice); ``preroll_s`` and ``gap_s`` are the timeline's.
+    read by the guide voice); ``music_maker`` the bed's maker (a ``MadeBed`` a provider
+    composed; the placeholder when None) and ``music_made_by`` what the timeline says of it;
+    ``preroll_s`` and ``gap_s`` are the timeline's.
     ``progress`` is called after each track the guide voice reads (the render's longest
     part): the caller's sign of life, which may raise to stop the render."""
     speech_rate = guide_voice.sample_rate()
@@ -154,7 +158,8 @@ def render(
     stems = {"voices": _voice_stem(placed, spoken, speech_rate, total)}
     stems["music"], stems["sfx"] = np.zeros(total, np.float32), np.zeros(total, np.float32)
     ducking = _ducking(stems["voices"], RATE)
-    maker, made_by = music_provider(str((music or {}).get("musicProvider", "")))
+    maker = music_maker or PLACEHOLDER
+    made_by = music_made_by or placeholder_note(str((music or {}).get("musicProvider", "")))
     placed = replace(
         placed,
         segments=[replace(s, made_by=made_by) if s.kind == "music" else s for s in placed.segments],

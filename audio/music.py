@@ -1,9 +1,9 @@
 """An ad's music behind one interface: a ``MusicProvider`` makes the bed for a draft's
 prompt and length. The design's music drafts name the provider (``musicProvider``:
-``loudly`` or ``mubert``); neither is connected yet, so every draft's music is today's
-placeholder, a soft pad pulsing at the prompt's bpm that no one takes for the music the ad
-will have, and the timeline says so. A real provider is one module with a ``bed`` of its
-own, named in ``PROVIDERS``.
+``loudly`` or ``mubert``). A bed a provider composed is handed in made (``MadeBed``: the
+network is the render's business, not the mix's); otherwise the placeholder makes it, a
+soft pad pulsing at the prompt's bpm that no one takes for the music the ad will have, and
+the timeline says why.
 """
 
 from __future__ import annotations
@@ -42,19 +42,33 @@ class PlaceholderBed:
         return (chord * pulse * np.clip(fade, 0.0, 1.0)).astype(np.float32)
 
 
-# Connected providers by the drafts' name for them: none yet.
-PROVIDERS: dict[str, MusicProvider] = {}
+class MadeBed:
+    """A bed a provider composed (``samples`` at ``rate``), fitted to the music's place:
+    resampled, cut or padded with silence to its length, with a short fade at the end."""
+
+    FADE_S = 0.05
+
+    def __init__(self, samples: np.ndarray, rate: int, name: str) -> None:
+        self.samples, self.rate, self.name = samples, rate, name
+
+    def bed(self, *, prompt: str, count: int, rate: int) -> np.ndarray:
+        from scipy.signal import resample_poly
+
+        common = np.gcd(self.rate, rate)
+        made = resample_poly(self.samples, rate // common, self.rate // common)
+        made = np.pad(made, (0, max(0, count - len(made))))[:count].astype(np.float32)
+        fade = min(count, round(self.FADE_S * rate))
+        if fade:
+            made[count - fade :] *= np.linspace(1.0, 0.0, fade, dtype=np.float32)
+        return made
+
+
 PLACEHOLDER = PlaceholderBed()
 
 
-def music_provider(name: str) -> tuple[MusicProvider, str]:
-    """The provider that makes a draft's music, and what the timeline says of it: the
-    placeholder bed, naming the provider the draft asked for, until that one is connected."""
-    provider = PROVIDERS.get(name)
-    if provider is not None:
-        return provider, LABELS.get(name, name)
-    asked = LABELS.get(name, name or "no provider")
-    return PLACEHOLDER, f"placeholder bed: {asked} not connected"
+def placeholder_note(asked: str, why: str = "not connected") -> str:
+    """What the timeline says of the placeholder: "placeholder bed: Loudly not connected"."""
+    return f"placeholder bed: {LABELS.get(asked, asked or 'no provider')} {why}"
 
 
 def _bpm(prompt: str) -> int:

@@ -29,7 +29,8 @@ from renders import files
 from renders.cast_lines import cast_lines, cast_of, readers_in_timeline
 from renders.models import FILE_FIELDS, Render, RenderPreset, RenderStatus
 from speech.base import pcm_samples
-from speech.reading import LineRead, read_lines
+from speech.music_reading import MusicRead, read_for_render
+from speech.reading import LineRead
 
 logger = logging.getLogger(__name__)
 
@@ -167,14 +168,17 @@ def _make(claim: Claim) -> Render:
     # Imported here: numpy, scipy and the codecs take about a second, which every process
     # that loads the apps would pay (workers load them at start: ``tasks``).
     from audio import mix
+    from audio.music import MadeBed
 
     render = Render.objects.select_related("ad", "voices", "music", "sfx").get(pk=claim.render_id)
     voices = render.voices.payload if render.voices else None
     cast = cast_of(voices)
     started = time.monotonic()
     try:
-        reads = read_lines(
+        music = render.music.payload if render.music else None
+        reads, composed = read_for_render(
             cast_lines(voices, language=render.ad.language, cast=cast),
+            music,
             concurrency=settings.ADSTUDIO_SPEECH_CONCURRENCY,
             progress=_renewing(claim),
             watch=observability.speech_call,
@@ -183,7 +187,7 @@ def _make(claim: Claim) -> Render:
             language=render.ad.language,
             slot_s=float(render.ad.duration_s),
             voices=voices,
-            music=render.music.payload if render.music else None,
+            music=music,
             sfx=render.sfx.payload if render.sfx else None,
             preset=preset_of(render.preset),
             cast=cast,
@@ -195,6 +199,12 @@ def _make(claim: Claim) -> Render:
                 for r in reads
                 if r.audio
             },
+            music_maker=(
+                MadeBed(pcm_samples(composed.audio), composed.sample_rate, composed.made_by)
+                if composed and composed.audio
+                else None
+            ),
+            music_made_by=composed.made_by if composed else "",
         )
         render_renew(claim)
         audio = made.deliverables(
@@ -215,7 +225,14 @@ def _make(claim: Claim) -> Render:
         logger.warning("render %s: %s", claim.render_id, exc)
         return _failed(claim, str(exc))
     try:
-        _done(claim, names, made, reads, render_ms=round((time.monotonic() - started) * 1000))
+        _done(
+            claim,
+            names,
+            made,
+            reads,
+            composed,
+            render_ms=round((time.monotonic() - started) * 1000),
+        )
     except BaseException:
         files.remove(names.values())  # not named by the row: nothing may point at them
         raise
@@ -225,7 +242,13 @@ def _make(claim: Claim) -> Render:
 
 
 def _done(
-    claim: Claim, names: dict[str, str], made, reads: list[LineRead], *, render_ms: int
+    claim: Claim,
+    names: dict[str, str],
+    made,
+    reads: list[LineRead],
+    composed: MusicRead | None,
+    *,
+    render_ms: int,
 ) -> None:
     """The fenced write: the row is done, naming its files, only if this claim still holds
     it; else ``ClaimLost`` (the caller removes the files)."""
@@ -233,7 +256,10 @@ def _done(
         readers_in_timeline(
             {
                 **made.timeline.as_json(),
-                "warnings": made.warnings,
+                "warnings": [
+                    *made.warnings,
+                    *([composed.warning] if composed and composed.warning else []),
+                ],
                 # Seconds of speech made per second of synthesis.
                 "synthesisRealTimeFactor": round(
                     made.synthesis_s / max(made.synthesis_wall_s, 1e-6), 1

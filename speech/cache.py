@@ -31,7 +31,11 @@ def cache_name(request: SpeechRequest) -> str:
 def cached_audio(request: SpeechRequest) -> bytes | None:
     """The line's audio (16-bit PCM at ``speech.base.SAMPLE_RATE``: the files carry no
     header, and the output format is in the key) when it was read before."""
-    name = cache_name(request)
+    return cached_file(cache_name(request))
+
+
+def cached_file(name: str) -> bytes | None:
+    """The file kept under ``name``, or None (not kept, or the storage out of reach)."""
     try:
         with default_storage.open(name, "rb") as stored:
             return stored.read()
@@ -52,10 +56,15 @@ def is_cached(request: SpeechRequest) -> bool:
 
 def cache_store(request: SpeechRequest, audio: bytes) -> bool:
     """Keep ``audio`` for ``request``; False (logged) when storage refused it."""
-    name = cache_name(request)
+    return store_file(cache_name(request), audio)
+
+
+def store_file(name: str, data: bytes) -> bool:
+    """Keep ``data`` under ``name`` (once: the name says what it holds); False (logged)
+    when storage refused it."""
     try:
         if not default_storage.exists(name):
-            default_storage.save(name, ContentFile(audio))
+            default_storage.save(name, ContentFile(data))
         return True
     except Exception as exc:  # full disk, storage down: the render goes on
         logger.warning("speech cache: %s not kept (%s)", name, exc)

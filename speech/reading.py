@@ -11,6 +11,7 @@ would be another person speaking. The guide voice is the fallback, and it says i
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 import time
@@ -155,7 +156,7 @@ def read_line(
             sleep=sleep if stopped is None else stopped.wait,
             stopped=stopped,
         )
-    except _Stopped:
+    except Stopped:
         return LineRead(line.track_id, GUIDE, note="guide voice: the render stopped")
     except ProviderError as error:
         logger.warning("%s: %s could not read the line: %s", line.track_id, label, error)
@@ -180,7 +181,7 @@ def read_line(
     )
 
 
-class _Stopped(Exception):
+class Stopped(Exception):
     """The render stopped reading (its claim lost): no attempt begins."""
 
 
@@ -195,23 +196,39 @@ def _read(
     provider = registry.speech_provider(request.provider)
     if provider is None:  # configured when the lines were made, not now
         raise ProviderError(f"{registry.provider_label(request.provider)} is not configured")
-    spent, attempt = 0.0, 0
+
+    def attempt():
+        with watch(request.provider, request) as call:
+            result = provider.synthesize(request)
+            cost = speech_cost(
+                provider=request.provider, model=result.model, characters=result.characters
+            )
+            call.finish(result, float(cost.usd))
+        return result, cost
+
+    return with_retries(attempt, policy=policy, sleep=sleep, stopped=stopped)
+
+
+def with_retries[T](
+    attempt: Callable[[], T],
+    *,
+    policy: RetryPolicy,
+    sleep: Callable[[float], object],
+    stopped: threading.Event | None,
+) -> T:
+    """``attempt()`` until it succeeds or the policy gives it up (its last error raised);
+    ``Stopped`` once ``stopped`` is set, before an attempt begins."""
+    spent, tries = 0.0, 0
     while True:
         if stopped is not None and stopped.is_set():
-            raise _Stopped
-        attempt += 1
+            raise Stopped
+        tries += 1
         started = time.monotonic()
         try:
-            with watch(request.provider, request) as call:
-                result = provider.synthesize(request)
-                cost = speech_cost(
-                    provider=request.provider, model=result.model, characters=result.characters
-                )
-                call.finish(result, float(cost.usd))
-            return result, cost
+            return attempt()
         except ProviderError as error:
             spent += time.monotonic() - started
-            delay = policy.next_delay(error, attempt=attempt, spent=spent)
+            delay = policy.next_delay(error, attempt=tries, spent=spent)
             if delay is None:
                 raise
             sleep(delay)
@@ -229,31 +246,48 @@ def read_lines(
     """Every line read, in order, at most ``concurrency`` at once. ``progress`` is called
     from this thread at least every ``every_s`` while they are read (the render's sign of
     life; it may raise to stop, and lines not begun are then not read)."""
-    reads: dict[int, LineRead] = {}
-    asked = {n: line for n, line in enumerate(lines) if line.request is not None}
-    for n, line in enumerate(lines):
-        if n not in asked:
-            reads[n] = LineRead(line.track_id, GUIDE, note=line.note)
-    if asked:
-        pool = ThreadPoolExecutor(max_workers=max(1, concurrency), thread_name_prefix="speech")
-        stopped = threading.Event()
-        try:
-            pending: set[Future] = set()
-            order: dict[Future, int] = {}
-            for n, line in asked.items():
-                future = pool.submit(read_line, line, watch=watch, stopped=stopped)
-                order[future] = n
-                pending.add(future)
-            while pending:
-                done, pending = wait(pending, timeout=every_s, return_when=FIRST_COMPLETED)
-                for future in done:
-                    reads[order[future]] = future.result()
-                if progress is not None:
-                    progress()
-        finally:
-            stopped.set()  # a line in flight ends with its request; none waits to retry
-            pool.shutdown(wait=False, cancel_futures=True)
-    return [reads[n] for n in range(len(lines))]
+    jobs = [
+        functools.partial(read_line, line, watch=watch)
+        if line.request is not None
+        else functools.partial(_guide, line)
+        for line in lines
+    ]
+    return gather(jobs, workers=concurrency, progress=progress, every_s=every_s)
+
+
+def _guide(line: Line, *, stopped: threading.Event | None = None) -> LineRead:
+    return LineRead(line.track_id, GUIDE, note=line.note)
+
+
+def gather[T](
+    jobs: list[Callable[..., T]],
+    *,
+    workers: int,
+    progress: Callable[[], None] | None = None,
+    every_s: float = 1.0,
+) -> list[T]:
+    """Each job's result, in order: ``job(stopped=event)`` run on at most ``workers``
+    threads, ``progress`` called from this thread at least every ``every_s`` meanwhile. When
+    ``progress`` raises, the event is set (no job begins an attempt or waits to retry)
+    and the jobs not begun are dropped; those in flight end with their request."""
+    if not jobs:
+        return []
+    pool = ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="speech")
+    stopped = threading.Event()
+    try:
+        order = {pool.submit(job, stopped=stopped): n for n, job in enumerate(jobs)}
+        results: dict[int, T] = {}
+        pending: set[Future] = set(order)
+        while pending:
+            done, pending = wait(pending, timeout=every_s, return_when=FIRST_COMPLETED)
+            for future in done:
+                results[order[future]] = future.result()
+            if progress is not None:
+                progress()
+        return [results[n] for n in range(len(jobs))]
+    finally:
+        stopped.set()
+        pool.shutdown(wait=False, cancel_futures=True)
 
 
 @dataclass(frozen=True)

@@ -183,21 +183,33 @@ def test_an_ad_renders_in_every_catalogue_language(language):
     assert voice[1].start_s == pytest.approx(voice[0].end_s + 0.3)
 
 
-def test_the_music_comes_from_the_provider_the_draft_names_once_it_is_connected(monkeypatch):
-    class Silence:
-        name = "mubert"
-
-        def bed(self, *, prompt: str, count: int, rate: int):
-            return np.zeros(count, dtype=np.float32)
-
+def test_a_bed_a_provider_made_is_fitted_to_the_music_and_said_so():
+    rate = 44_100
+    t = np.arange(12 * rate) / rate  # longer than its place: cut
+    made = (0.25 * np.sin(2 * np.pi * 220 * t)).astype(np.float32)
     music_draft = {"musicPrompt": "pad at 90 bpm", "musicProvider": "mubert", "duration": 10}
     placeholder = mix.render(language="en", slot_s=10, voices=None, music=music_draft, sfx=None)
-    monkeypatch.setitem(music.PROVIDERS, "mubert", Silence())
 
-    connected = mix.render(language="en", slot_s=10, voices=None, music=music_draft, sfx=None)
+    composed = mix.render(
+        language="en",
+        slot_s=10,
+        voices=None,
+        music=music_draft,
+        sfx=None,
+        music_maker=music.MadeBed(made, rate, "Mubert"),
+        music_made_by="Mubert",
+    )
 
     said = [s.made_by for s in placeholder.timeline.segments if s.kind == "music"]
     assert said == ["placeholder bed: Mubert not connected"]
-    assert [s.made_by for s in connected.timeline.segments if s.kind == "music"] == ["Mubert"]
-    assert np.abs(placeholder.stems["music"]).max() > 0.01
-    assert np.abs(connected.stems["music"]).max() == 0.0  # the provider's bed, not ours
+    assert [s.made_by for s in composed.timeline.segments if s.kind == "music"] == ["Mubert"]
+    stem = composed.stems["music"]
+    assert len(stem) == 10 * mix.RATE and composed.seconds == 10.0
+
+    # A steady tone stays steady (the placeholder pulses), and fades out at its very end.
+    def peaks(stem):
+        return np.abs(stem[2 * mix.RATE : 8 * mix.RATE]).reshape(-1, mix.RATE // 4).max(axis=1)
+
+    assert np.ptp(peaks(stem)) < 0.01 * peaks(stem).max()
+    assert np.ptp(peaks(placeholder.stems["music"])) > 0.1 * peaks(placeholder.stems["music"]).max()
+    assert abs(stem[-1]) < 0.01 * peaks(stem).max()
