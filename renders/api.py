@@ -266,6 +266,9 @@ class RenderEstimateSerializer(serializers.Serializer):
     )
     capUsd = serializers.CharField(help_text="The most one render may cost in this workspace.")
     withinCap = serializers.BooleanField()
+    composesMusic = serializers.BooleanField(
+        help_text="The music's provider would compose it (billed by its licence; no price)."
+    )
     lines = SpeechLineEstimateSerializer(many=True)
 
 

@@ -25,6 +25,7 @@ from drafts.models import Ad, Draft, DraftKind, DraftStatus
 from renders import files
 from renders.cast_lines import cast_lines, cast_of
 from renders.models import FILE_FIELDS, Render, RenderPreset, RenderStatus
+from speech.music_reading import composes
 from speech.reading import Estimate, estimate
 from workspaces.access import may, require
 from workspaces.roles import Action
@@ -123,6 +124,12 @@ class SpeechQuote:
 
     estimate: Estimate
     cap_usd: Decimal
+    composes_music: bool  # the music's provider would compose it (no price: not counted)
+
+    @property
+    def billed(self) -> bool:
+        """Whether a provider would bill for it: lines read, or music composed."""
+        return bool(self.estimate.characters) or self.composes_music
 
     @property
     def within_cap(self) -> bool:
@@ -133,6 +140,7 @@ class SpeechQuote:
             **self.estimate.as_json(),
             "capUsd": str(self.cap_usd),
             "withinCap": self.within_cap,
+            "composesMusic": self.composes_music,
         }
 
 
@@ -148,19 +156,20 @@ def speech_cap(ad: Ad) -> Decimal:
 def render_quote(*, ad: Ad, versions: dict[str, Draft | None]) -> SpeechQuote:
     """The speech cost of rendering ``versions`` now: the lines not cached that a
     configured provider would read, at the price table (``speech.reading.estimate``)."""
-    voices = versions.get("voices")
+    voices, music = versions.get("voices"), versions.get("music")
     payload = voices.payload if voices else None
     lines = cast_lines(payload, language=ad.language, cast=cast_of(payload))
-    return SpeechQuote(estimate(lines), speech_cap(ad))
+    return SpeechQuote(estimate(lines), speech_cap(ad), composes(music.payload if music else None))
 
 
 def _speech_allowed(ad: Ad, fields: dict[str, Draft | None], user) -> None:
-    """Refused when a provider would read lines (billed) and ``user``'s role does not
-    allow it (``ActionNotAllowed``), or when they would cost more than the cap
+    """Refused when a provider would read lines or compose the music (billed) and
+    ``user``'s role does not allow it (``ActionNotAllowed``), or when the lines would cost
+    more than the cap
     (``SpeechOverCap``). Priced before the transaction: it reads the cache in storage,
     which no row lock should wait on. ``user`` None: the product's own request."""
     quote = render_quote(ad=ad, versions=fields)
-    if quote.estimate.characters and user is not None:
+    if quote.billed and user is not None:
         require(user, ad.workspace_id, Action.RENDER_VOICES)
     if not quote.within_cap:
         raise SpeechOverCap(

@@ -47,10 +47,14 @@ def cached_file(name: str) -> bytes | None:
 
 
 def is_cached(request: SpeechRequest) -> bool:
+    return is_kept(cache_name(request))
+
+
+def is_kept(name: str) -> bool:
     try:
-        return default_storage.exists(cache_name(request))
-    except Exception as exc:  # unknown counts as not cached: estimated at cost
-        logger.warning("speech cache: could not check %s (%s)", cache_name(request), exc)
+        return default_storage.exists(name)
+    except Exception as exc:  # unknown counts as not kept: estimated at cost
+        logger.warning("speech cache: could not check %s (%s)", name, exc)
         return False
 
 

@@ -95,6 +95,18 @@ def read_music(
     return MusicRead(label, audio=track.audio, sample_rate=track.sample_rate)
 
 
+def composes(music: Mapping[str, Any] | None) -> bool:
+    """Whether rendering ``music`` now would have its provider compose it (billed by the
+    provider's licence): the provider configured and the track not kept."""
+    if music is None:
+        return False
+    name = str(music.get("musicProvider", ""))
+    if not music_registry.is_configured(name):
+        return False
+    prompt, duration_s = str(music.get("musicPrompt", "")), int(music.get("duration") or 0)
+    return not cache.is_kept(_cache_name(name, prompt, duration_s))
+
+
 def read_for_render(
     lines: list[Line],
     music: Mapping[str, Any] | None,

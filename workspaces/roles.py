@@ -20,9 +20,10 @@ class MemberRole(models.TextChoices):
 class Action(models.TextChoices):
     VIEW = "view", "Read the workspace's ads, drafts, conversations and runs"
     ACTIVATE = "activate", "Activate a draft version"
-    # A render whose lines a speech provider reads is billed; one of cached lines or the
-    # guide voice costs nothing, and anyone who may view may ask for it.
-    RENDER_VOICES = "render_voices", "Render with the cast voices' speech providers (billed)"
+    # A render whose lines a speech provider reads, or whose music a music provider
+    # composes, is billed; one of cached lines and music, the guide voice or the placeholder
+    # bed costs nothing, and anyone who may view may ask for it.
+    RENDER_VOICES = "render_voices", "Render with the speech and music providers (billed)"
     CREATE_AD = "create_ad", "Create an ad"
     EDIT_AD = "edit_ad", "Edit an ad's brief"
     CHAT = "chat", "Generate and chat with the creative director"

@@ -98,3 +98,23 @@ def test_without_its_credentials_the_placeholder_says_so(ad, user, settings):
 
     body = api.get(f"/api/renders/{made['id']}").json()
     assert music_of(body)["madeBy"] == "placeholder bed: Mubert not configured"
+
+
+def test_a_viewer_may_not_have_music_composed_but_may_hear_it_once_kept(
+    ad, user, composing, django_user_model
+):
+    from workspaces.models import Membership
+    from workspaces.roles import MemberRole
+
+    viewer = django_user_model.objects.create_user("vera")
+    Membership.objects.create(workspace=ad.workspace, user=viewer, role=MemberRole.VIEWER)
+    quoted = api_for(viewer).post(f"/api/ads/{ad.pk}/renders?estimate=1", {}, format="json")
+    assert quoted.json()["composesMusic"] is True
+
+    refused = api_for(viewer).post(f"/api/ads/{ad.pk}/renders", {}, format="json")
+
+    assert refused.status_code == 403 and len(composing.creates) == 0
+    assert api_for(user).post(f"/api/ads/{ad.pk}/renders", {}, format="json").status_code == 202
+    assert len(composing.creates) == 1
+    kept = api_for(viewer).post(f"/api/ads/{ad.pk}/renders", {"voices": "v1"}, format="json")
+    assert kept.status_code == 202 and len(composing.creates) == 1

@@ -295,7 +295,9 @@ def test_a_viewer_may_not_have_lines_read_at_a_cost_but_may_hear_what_costs_noth
 
     assert refused.status_code == 403
     assert refused.json()["error"]["code"] == "not_allowed"
-    assert "speech providers (billed) is not allowed" in refused.json()["error"]["message"]
+    assert (
+        "speech and music providers (billed) is not allowed" in refused.json()["error"]["message"]
+    )
     assert Render.objects.count() == 0 and speaking.count == 0
     made = api_for(reviewer).post(f"/api/ads/{ad.pk}/renders", {}, format="json")
     assert made.status_code == 202 and speaking.count == 1
