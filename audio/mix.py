@@ -185,7 +185,12 @@ def render(
         preset=preset,
         measured=mastered.measured,
         stems={kind: (stem * gain).astype(np.float32) for kind, stem in stems.items()},
-        synthesis_s=sum(lengths),
+        # The guide voice's speech alone: the lines a provider read took no synthesis here.
+        synthesis_s=sum(
+            length
+            for length, track in zip(lengths, tracks, strict=True)
+            if str(track.get("id", "")) not in (read or {})
+        ),
         synthesis_wall_s=synthesis_wall_s,
         warnings=placed.warnings + warnings,
     )

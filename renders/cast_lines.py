@@ -1,12 +1,15 @@
 """A render's voice tracks as lines for their cast voices' speech providers
 (``speech.reading``), from the voices draft and the catalogue: what the task reads and
-what the estimate prices."""
+what the estimate prices; what the mix is handed of them, and what the timeline says of
+who read each."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
 
+from speech.base import pcm_samples
+from speech.music_reading import MusicRead
 from speech.reading import GUIDE, CastVoice, Line, LineRead, lines_of
 from speech.registry import provider_label
 from voices.selectors import voice_traits_by_id
@@ -35,7 +38,28 @@ def cast_lines(
     )
 
 
-def readers_in_timeline(timeline: dict[str, Any], reads: list[LineRead]) -> dict[str, Any]:
+def for_the_mix(reads: list[LineRead], composed: MusicRead | None) -> dict[str, Any]:
+    """What the mix is handed of the lines read and the music composed (``mix.render``'s
+    ``read``, ``music_maker`` and ``music_made_by``)."""
+    from audio.mix import Reading
+    from audio.music import MadeBed
+
+    return {
+        "read": {
+            r.track_id: Reading(pcm_samples(r.audio), r.sample_rate) for r in reads if r.audio
+        },
+        "music_maker": (
+            MadeBed(pcm_samples(composed.audio), composed.sample_rate, composed.made_by)
+            if composed and composed.audio
+            else None
+        ),
+        "music_made_by": composed.made_by if composed else "",
+    }
+
+
+def readers_in_timeline(
+    timeline: dict[str, Any], reads: list[LineRead], composed: MusicRead | None = None
+) -> dict[str, Any]:
     """The timeline with each voice segment saying who read it (``reader``: the provider,
     or ``guide``; ``readBy``: as the review desk says it, why the guide voice did or that
     the line came from the cache), and a ``speech`` summary of what the lines were billed."""
@@ -49,7 +73,11 @@ def readers_in_timeline(timeline: dict[str, Any], reads: list[LineRead]) -> dict
     return {
         **timeline,
         "segments": segments,
-        "warnings": [*timeline.get("warnings", []), *(r.warning for r in reads if r.warning)],
+        "warnings": [
+            *timeline.get("warnings", []),
+            *(r.warning for r in reads if r.warning),
+            *([composed.warning] if composed and composed.warning else []),
+        ],
         "speech": {
             "characters": sum(r.characters for r in reads),
             "costUsd": str(sum((r.cost_usd for r in reads), start=0)),

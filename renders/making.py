@@ -26,9 +26,8 @@ from django.utils import timezone
 from adstudio import observability
 from audio.presets import PRESETS, STREAMING
 from renders import files
-from renders.cast_lines import cast_lines, cast_of, readers_in_timeline
+from renders.cast_lines import cast_lines, cast_of, for_the_mix, readers_in_timeline
 from renders.models import FILE_FIELDS, Render, RenderPreset, RenderStatus
-from speech.base import pcm_samples
 from speech.music_reading import MusicRead, read_for_render
 from speech.reading import LineRead
 
@@ -168,7 +167,6 @@ def _make(claim: Claim) -> Render:
     # Imported here: numpy, scipy and the codecs take about a second, which every process
     # that loads the apps would pay (workers load them at start: ``tasks``).
     from audio import mix
-    from audio.music import MadeBed
 
     render = Render.objects.select_related("ad", "voices", "music", "sfx").get(pk=claim.render_id)
     voices = render.voices.payload if render.voices else None
@@ -194,17 +192,7 @@ def _make(claim: Claim) -> Render:
             preroll_s=settings.ADSTUDIO_RENDER_PREROLL_S,
             gap_s=settings.ADSTUDIO_RENDER_SPEAKER_GAP_S,
             progress=_renewing(claim),
-            read={
-                r.track_id: mix.Reading(pcm_samples(r.audio), r.sample_rate)
-                for r in reads
-                if r.audio
-            },
-            music_maker=(
-                MadeBed(pcm_samples(composed.audio), composed.sample_rate, composed.made_by)
-                if composed and composed.audio
-                else None
-            ),
-            music_made_by=composed.made_by if composed else "",
+            **for_the_mix(reads, composed),
         )
         render_renew(claim)
         audio = made.deliverables(
@@ -256,16 +244,14 @@ def _done(
         readers_in_timeline(
             {
                 **made.timeline.as_json(),
-                "warnings": [
-                    *made.warnings,
-                    *([composed.warning] if composed and composed.warning else []),
-                ],
+                "warnings": made.warnings,
                 # Seconds of speech made per second of synthesis.
                 "synthesisRealTimeFactor": round(
                     made.synthesis_s / max(made.synthesis_wall_s, 1e-6), 1
                 ),
             },
             reads,
+            composed,
         )
     )
     fields = {
