@@ -118,15 +118,24 @@ def _interpolator(factor: int) -> np.ndarray:
 
 def peak_envelope(samples: np.ndarray, rate: int) -> np.ndarray:
     """Per sample, the largest magnitude of the oversampled signal from it to the next:
-    what true peak sees, where the sample peak misses what lies between samples."""
+    what true peak sees, where the sample peak misses what lies between samples.
+    Oversampled a second at a time, each piece with the taps' reach of context on both
+    sides: the same sums as the whole signal's (bit for bit), without holding the whole
+    signal four times over (a 30 s mix: 46 MB of float64)."""
     factor = max(OVERSAMPLING, int(np.ceil(192_000 / rate)))
     taps = _interpolator(factor)
     delay = (len(taps) - 1) // 2
-    up = upfirdn(taps, samples.astype(np.float64), factor)[delay : delay + factor * len(samples)]
-    np.abs(up, out=up)
-    peaks = np.abs(samples).astype(np.float64)
-    for phase in range(factor):  # faster than a max over an axis of 4
-        np.maximum(peaks, up[phase::factor], out=peaks)
+    reach = -(-len(taps) // factor) + 1  # input samples a piece's outputs depend on
+    signal = samples.astype(np.float64)
+    peaks = np.abs(signal)
+    for start in range(0, len(signal), rate):
+        end = min(len(signal), start + rate)
+        low, high = max(0, start - reach), min(len(signal), end + reach)
+        first = (start - low) * factor + delay
+        up = np.abs(upfirdn(taps, signal[low:high], factor)[first : first + factor * (end - start)])
+        piece = peaks[start:end]
+        for phase in range(factor):  # faster than a max over an axis of 4
+            np.maximum(piece, up[phase::factor], out=piece)
     return peaks
 
 
