@@ -29,6 +29,8 @@ def test_a_reviewer_renders_and_hears_a_draft(chromium, server, screenshot, make
         page = visit.page
         log_in(page, server, "rita")
         page.goto(f"{server}/admin/drafts/draft/{draft.pk}/change/")
+        # Priced before it is asked for: no speech provider is configured, so nothing.
+        expect(page.locator(".scratch-estimate").first).to_contain_text("Speech: 0 characters")
         page.get_by_role("button", name="Render the scratch track").click()
         page.wait_for_url(f"**/admin/drafts/draft/{draft.pk}/change/")
         expect(page.get_by_role("status")).to_contain_text("Rendering")
@@ -37,6 +39,11 @@ def test_a_reviewer_renders_and_hears_a_draft(chromium, server, screenshot, make
         page.locator(".scratch-player audio").wait_for(timeout=30_000)
         assert page.evaluate("window.notReloaded") is True
         screenshot(page, "draft-with-player")
+
+        # Who read each line, drawn by the page's script with the player.
+        readers = page.locator(".scratch-readers li")
+        expect(readers).to_have_count(2)
+        expect(readers.first).to_contain_text("track-0: guide voice")
 
         bars = page.locator(".scratch-timeline .bar")
         assert bars.count() == 4  # two lines, the music, the chime
