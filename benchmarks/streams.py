@@ -19,8 +19,9 @@ message every 0.5 s, for ``--seconds``, each with a 10 s timeout. ``--slowloris 
 opens N connections that send half a request and stop (half of them in the headers, half
 in the body).
 
-Prints the p50/p95/p99 of both probes and how many timed out, the web processes' resident
-memory per open stream, and whether every stream received every event of its run, in
+Prints the p50/p95/p99 of both probes and how many timed out, each stream refused or
+failed by its reason (the status and the API's error code, or the exception), the web
+processes' resident memory per open stream, and whether every stream received every event of its run, in
 order, up to ``run.finished``. Results also go to benchmarks/results/.
 """
 
@@ -36,6 +37,7 @@ import socket
 import statistics
 import tempfile
 import time
+from collections import Counter
 from pathlib import Path
 
 import httpx
@@ -44,6 +46,7 @@ from benchmarks._bench_db import (
     DEFAULT_DATABASE,
     bench_django,
     claim_redis,
+    database_cpu_seconds,
     empty_work_queue,
     free_port,
     machine,
@@ -79,6 +82,16 @@ def resident_kib(session: int) -> int:
     return total
 
 
+def refusal_reason(status: int, body: bytes) -> str:
+    """ "429 too_many_streams": a refusal's status and the API's error code (the first
+    words of the body when it is not the API's error shape)."""
+    try:
+        code = json.loads(body)["error"]["code"]
+    except (ValueError, KeyError, TypeError):
+        code = " ".join(body.decode("utf-8", "replace").split())[:80] or "(empty body)"
+    return f"{status} {code}"
+
+
 class Follower:
     """One EventSource on a run: what it received, and whether that was the whole run in
     order (it reconnects with ``Last-Event-ID`` when the server ends the stream early)."""
@@ -87,6 +100,7 @@ class Follower:
         self.url = url
         self.token = token
         self.status: int | str | None = None
+        self.refusal = ""  # why it was not served: status and error code, or the exception
         self.seqs: list[int] = []
         self.finished = False
 
@@ -101,6 +115,7 @@ class Follower:
                         self.status = response.status_code
                         opened.set()
                     if response.status_code != 200:
+                        self.refusal = refusal_reason(response.status_code, await response.aread())
                         return
                     async for line in response.aiter_lines():
                         if line.startswith("id: "):
@@ -110,6 +125,7 @@ class Follower:
         except httpx.HTTPError as exc:
             if self.status is None:
                 self.status = type(exc).__name__
+                self.refusal = f"{type(exc).__name__}: {exc}"[:200]
                 opened.set()
 
     @property
@@ -217,7 +233,8 @@ async def one_run(base: str, followers: list[Follower], chat: tuple[str, str], a
         during = resident_kib(session)
         worker = start_worker() if start_worker else None
         cpu_before = {"web": process_cpu_seconds(session=session), "client": time.process_time()}
-        cpu_before["postgres"] = process_cpu_seconds(name="postgres")
+        # The benchmark database's own server processes, not every postgres on the machine.
+        cpu_before["postgres"] = database_cpu_seconds(args.database_url)
         window = time.monotonic()
         context = multiprocessing.get_context("spawn")
         results = context.Queue()
@@ -228,7 +245,7 @@ async def one_run(base: str, followers: list[Follower], chat: tuple[str, str], a
         window = time.monotonic() - window
         cpu = {
             "web": process_cpu_seconds(session=session) - cpu_before["web"],
-            "postgres": process_cpu_seconds(name="postgres") - cpu_before["postgres"],
+            "postgres": database_cpu_seconds(args.database_url) - cpu_before["postgres"],
             "client (streams, provider)": time.process_time() - cpu_before["client"],
         }
         if worker is not None:
@@ -244,6 +261,8 @@ async def one_run(base: str, followers: list[Follower], chat: tuple[str, str], a
     return {
         "streams_open": sum(1 for f in followers if f.status == 200),
         "streams_refused_or_failed": sum(1 for f in followers if f.status != 200),
+        # Each refusal or failure by its reason, so a run that lost streams says why.
+        "refusals": dict(Counter(f.refusal for f in followers if f.status != 200)),
         **probes,
         "memory_kib_per_stream": round((during - before) / max(1, len(followers)), 1),
         # Cores busy during the probes' window, by whom (the machine has os.cpu_count()).
@@ -276,6 +295,7 @@ def main() -> None:
     parser.add_argument("--database", default=DEFAULT_DATABASE)
     args = parser.parse_args()
     url = bench_django(args.database, broker_url=args.broker_url)
+    args.database_url = url
     logging.getLogger().setLevel(logging.WARNING)
 
     from django.contrib.auth.models import User
