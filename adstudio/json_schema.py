@@ -2,11 +2,12 @@
 
 Every request carries every tool's schema, so each token in them is paid on every model
 call. ``lean_schema`` keeps what tells the model how to call a tool (types, enums,
-bounds, descriptions) and drops what only pydantic needs: titles, ``default: null``,
+descriptions) and drops what only pydantic needs: titles, ``default: null``,
 ``anyOf [T, null]`` for an optional field (the model omits it instead), ``$defs``
 references (nested models are inlined; not every provider resolves references), and the
-bounds on lengths and item counts, which guard against runaway output rather than guide
-a call (the tool still enforces them, with an error that names the field).
+bounds on numbers, lengths and item counts, which catch a wrong call rather than guide a
+right one (the tool still enforces them, with an error that names the field and the
+bound, which the model fixes in one step).
 ``strict_schema`` turns a lean schema into the form OpenAI's strict function calling
 accepts. pydantic-ai and openai-agents shape their tool schemas the same way.
 """
@@ -23,6 +24,7 @@ from pydantic_core import core_schema
 _DEF_KEYS = ("$defs", "definitions")
 # Keywords outside the JSON-schema subset OpenAI's strict mode supports.
 _NOT_STRICT = ("default", "title")
+_NUMBER_BOUNDS = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum")
 
 
 class LeanJsonSchema(GenerateJsonSchema):
@@ -50,6 +52,12 @@ class LeanJsonSchema(GenerateJsonSchema):
 
     def list_schema(self, schema: core_schema.ListSchema) -> JsonSchemaValue:
         return _without(super().list_schema(schema), "minItems", "maxItems")
+
+    def int_schema(self, schema: core_schema.IntSchema) -> JsonSchemaValue:
+        return _without(super().int_schema(schema), *_NUMBER_BOUNDS)
+
+    def float_schema(self, schema: core_schema.FloatSchema) -> JsonSchemaValue:
+        return _without(super().float_schema(schema), *_NUMBER_BOUNDS)
 
 
 def _without(json_schema: JsonSchemaValue, *keys: str) -> JsonSchemaValue:
@@ -147,3 +155,10 @@ def absent_not_default(schema: dict[str, Any]) -> None:
     which readers (openapi-typescript among them) take for "always present"."""
     for field in schema.get("properties", {}).values():
         field.pop("default", None)
+
+
+def default_unstated(schema: dict[str, Any]) -> None:
+    """A field's ``json_schema_extra`` for a default the model need not be told: leaving
+    the field out already says it (no overlap, the usual count, the usual provider), so
+    ``default`` would be tokens on every call for nothing."""
+    schema.pop("default", None)

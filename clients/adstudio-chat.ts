@@ -81,11 +81,11 @@ export interface CreateMusicDraftTypes {
 }
 export interface CreateMusicDraftArgs {
   /**
-   * Seconds (default: the ad's).
+   * Seconds (default: the ad's)
    */
   duration?: number | null;
   /**
-   * Genre, mood, tempo, instruments.
+   * Genre, mood, tempo, instruments
    */
   prompt: string;
   provider?: "loudly" | "mubert";
@@ -107,7 +107,7 @@ export interface CreateSfxDraftTypes {
 }
 export interface CreateSfxDraftArgs {
   /**
-   * Empty for an ad with no sound effects.
+   * [] for none
    *
    * @maxItems 10
    */
@@ -116,17 +116,14 @@ export interface CreateSfxDraftArgs {
 export interface SfxPromptArgs {
   description: string;
   /**
-   * Seconds (default 3).
+   * Seconds (default 3)
    */
   duration?: number | null;
-  /**
-   * Default: end.
-   */
   placement?: SfxPlacementArgs | null;
 }
 export interface SfxPlacementArgs {
   /**
-   * afterVoice: the track index.
+   * afterVoice: a track index
    */
   index?: number | null;
   type?: "start" | "end" | "afterVoice";
@@ -144,19 +141,16 @@ export interface CreateVoiceDraftArgs {
 }
 export interface VoiceTrackArgs {
   /**
-   * Seconds over the track it follows; negative: a gap.
+   * Seconds over the track it follows; negative: a gap
    */
   overlap?: number;
   /**
-   * "start" or "track-N", an earlier track (default: the one before).
+   * "start" or "track-N" (default: previous)
    */
   playAfter?: string | null;
-  /**
-   * The line it reads.
-   */
   text: string;
   /**
-   * A voice id from search_voices.
+   * From search_voices.
    */
   voiceId: string;
 }
@@ -214,20 +208,17 @@ export interface SearchVoicesTypes {
 }
 export interface SearchVoicesArgs {
   /**
-   * e.g. british, en-AU.
+   * e.g. british, en-AU
    */
   accent?: string | null;
-  /**
-   * 1-50.
-   */
   count?: number;
   gender?: ("male" | "female") | null;
   /**
-   * ISO code or English name, e.g. th, Thai, pt-BR.
+   * e.g. th, Thai, pt-BR
    */
   language: string;
   /**
-   * Tone or use, e.g. warm, news.
+   * e.g. warm, news
    */
   style?: string | null;
 }

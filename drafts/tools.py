@@ -16,6 +16,7 @@ from typing import Any, Literal
 from django.utils import timezone
 from pydantic import Field, field_validator
 
+from adstudio.json_schema import default_unstated
 from adstudio.tools import (
     Tool,
     ToolArgs,
@@ -48,17 +49,18 @@ _TRACK_REFERENCE = re.compile(r"(?:track-)?([0-9]{1,6})")
 
 
 class VoiceTrackArgs(ToolArgs):
-    voiceId: str = Field(description="A voice id from search_voices.")
-    text: str = Field(min_length=1, max_length=2000, description="The line it reads.")
+    voiceId: str = Field(description="From search_voices.")
+    text: str = Field(min_length=1, max_length=2000)
     playAfter: str | None = Field(
         default=None,
-        description='"start" or "track-N", an earlier track (default: the one before).',
+        description='"start" or "track-N" (default: previous)',
     )
     overlap: float = Field(
         default=0,
+        json_schema_extra=default_unstated,
         ge=-MAX_OVERLAP_S,
         le=MAX_OVERLAP_S,
-        description="Seconds over the track it follows; negative: a gap.",
+        description="Seconds over the track it follows; negative: a gap",
     )
 
     @field_validator("voiceId", "playAfter", mode="before")
@@ -75,23 +77,25 @@ class CreateVoiceDraftArgs(ToolArgs):
 
 class CreateMusicDraftArgs(ToolArgs):
     prompt: str = Field(
-        min_length=3, max_length=1000, description="Genre, mood, tempo, instruments."
+        min_length=3, max_length=1000, description="Genre, mood, tempo, instruments"
     )
-    provider: Literal["loudly", "mubert"] = "loudly"
+    provider: Literal["loudly", "mubert"] = Field(
+        default="loudly", json_schema_extra=default_unstated
+    )
     duration: int | None = Field(
-        default=None, ge=5, le=300, description="Seconds (default: the ad's)."
+        default=None, ge=5, le=300, description="Seconds (default: the ad's)"
     )
 
 
 class SfxPlacementArgs(ToolArgs):
     type: Literal["start", "end", "afterVoice"] = "end"
-    index: int | None = Field(default=None, ge=0, description="afterVoice: the track index.")
+    index: int | None = Field(default=None, ge=0, description="afterVoice: a track index")
 
 
 class SfxPromptArgs(ToolArgs):
     description: str = Field(min_length=2, max_length=300)
-    placement: SfxPlacementArgs | None = Field(default=None, description="Default: end.")
-    duration: float | None = Field(default=None, gt=0, le=30, description="Seconds (default 3).")
+    placement: SfxPlacementArgs | None = None  # its type defaults to end
+    duration: float | None = Field(default=None, gt=0, le=30, description="Seconds (default 3)")
 
     @field_validator("placement", mode="before")
     @classmethod
@@ -100,9 +104,7 @@ class SfxPromptArgs(ToolArgs):
 
 
 class CreateSfxDraftArgs(ToolArgs):
-    prompts: list[SfxPromptArgs] = Field(
-        max_length=10, description="Empty for an ad with no sound effects."
-    )
+    prompts: list[SfxPromptArgs] = Field(max_length=10, description="[] for none")
 
 
 class GetCurrentStateArgs(ToolArgs):
@@ -308,10 +310,7 @@ def get_current_state(ctx: ToolContext, args: GetCurrentStateArgs) -> dict[str, 
 
 CREATE_VOICE_DRAFT = Tool(
     name="create_voice_draft",
-    description=(
-        "Write a new version of the ad's voice script: tracks in order, each a line read "
-        "by one voice. The result estimates its length."
-    ),
+    description=("Create a new voice script version: tracks in order, one voice's line each."),
     args_model=CreateVoiceDraftArgs,
     handler=create_voice_draft,
     output_model=VoiceDraftWritten,
@@ -319,7 +318,7 @@ CREATE_VOICE_DRAFT = Tool(
 
 CREATE_MUSIC_DRAFT = Tool(
     name="create_music_draft",
-    description="Write a new version of the ad's background music as a generation prompt.",
+    description="Create a new music version from a generation prompt.",
     args_model=CreateMusicDraftArgs,
     handler=create_music_draft,
     output_model=DraftWritten,
@@ -327,7 +326,7 @@ CREATE_MUSIC_DRAFT = Tool(
 
 CREATE_SFX_DRAFT = Tool(
     name="create_sfx_draft",
-    description="Write a new version of the ad's sound effects.",
+    description="Create a new sound effects version.",
     args_model=CreateSfxDraftArgs,
     handler=create_sfx_draft,
     output_model=DraftWritten,
@@ -335,7 +334,7 @@ CREATE_SFX_DRAFT = Tool(
 
 SET_AD_LENGTH = Tool(
     name="set_ad_length",
-    description="Change the ad's length in seconds, only when the person asks to.",
+    description="Change the ad's length (s), only when the person asks.",
     args_model=SetAdLengthArgs,
     handler=set_ad_length,
     output_model=AdLengthSet,
@@ -343,7 +342,7 @@ SET_AD_LENGTH = Tool(
 
 GET_CURRENT_STATE = Tool(
     name="get_current_state",
-    description="The latest and the active version of each of the ad's drafts, summarised.",
+    description="Each draft's latest and active version, summarised.",
     args_model=GetCurrentStateArgs,
     handler=get_current_state,
     writes=False,

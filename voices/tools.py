@@ -9,11 +9,11 @@ from typing import Any, Literal
 
 from pydantic import ConfigDict, Field, field_validator
 
+from adstudio.json_schema import default_unstated
 from adstudio.languages import UnknownLanguage, language_name, normalise_language
 from adstudio.tools import Tool, ToolArgs, ToolContext, ToolError, ToolOutput
 from voices.selectors import (
     DEFAULT_COUNT,
-    MAX_COUNT,
     InvalidSearch,
     catalogue_languages,
     clamp_count,
@@ -22,15 +22,22 @@ from voices.selectors import (
 )
 
 
+def _extra_not_stated(schema: dict[str, Any]) -> None:
+    schema.pop("additionalProperties", None)
+
+
 class SearchVoicesArgs(ToolArgs):
     # An unknown filter (age, "query") is refused: it names what the search cannot do.
-    model_config = ConfigDict(extra="forbid")
+    # The schema does not say so (``additionalProperties: false``, tokens on every call):
+    # the refusal does, the one time a model tries.
+    model_config = ConfigDict(extra="forbid", json_schema_extra=_extra_not_stated)
 
-    language: str = Field(description="ISO code or English name, e.g. th, Thai, pt-BR.")
+    language: str = Field(description="e.g. th, Thai, pt-BR")
     gender: Literal["male", "female"] | None = None
-    accent: str | None = Field(default=None, description="e.g. british, en-AU.")
-    style: str | None = Field(default=None, description="Tone or use, e.g. warm, news.")
-    count: int = Field(default=DEFAULT_COUNT, description=f"1-{MAX_COUNT}.")
+    accent: str | None = Field(default=None, description="e.g. british, en-AU")
+    style: str | None = Field(default=None, description="e.g. warm, news")
+    # Clamped to 1..MAX_COUNT, never refused.
+    count: int = Field(default=DEFAULT_COUNT, json_schema_extra=default_unstated)
 
     @field_validator("gender", mode="before")
     @classmethod
@@ -124,9 +131,8 @@ def search_voices_handler(ctx: ToolContext, args: SearchVoicesArgs) -> dict[str,
 SEARCH_VOICES = Tool(
     name="search_voices",
     description=(
-        "Find approved voices for the ad; only ids returned here may be a voiceId. "
-        "Filter by gender, accent or style only when the brief asks. Best match first; "
-        "when nothing matches, the error lists what the language has."
+        "Find approved voices, best first; only their ids may be a voiceId. "
+        "Filter only as the brief asks."
     ),
     args_model=SearchVoicesArgs,
     handler=search_voices_handler,

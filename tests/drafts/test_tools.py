@@ -202,11 +202,14 @@ def test_an_overlap_or_gap_beyond_ten_seconds_is_refused(overlap):
         )
 
 
-def test_the_overlap_bounds_are_in_the_schema_the_model_reads():
+def test_the_overlap_bounds_are_enforced_not_stated_on_every_call(ctx):
     track = CREATE_VOICE_DRAFT.parameters_schema()["properties"]["tracks"]["items"]
     overlap = track["properties"]["overlap"]
-    assert (overlap["minimum"], overlap["maximum"]) == (-10, 10)
+    assert "minimum" not in overlap and "maximum" not in overlap
     assert "negative" in overlap["description"]
+    with pytest.raises(ValidationError, match="less than or equal to 10"):
+        call(CREATE_VOICE_DRAFT, ctx, tracks=[{"voiceId": "1", "text": "Hi", "overlap": 11}])
+    assert not Draft.objects.exists()
 
 
 @pytest.mark.parametrize(
