@@ -43,7 +43,8 @@ def k_weighted(samples: np.ndarray, rate: int) -> np.ndarray:
         pyloudnorm.IIRfilter(4.0, 1 / np.sqrt(2), 1500.0, rate, "high_shelf"),
         pyloudnorm.IIRfilter(0.0, 0.5, 38.0, rate, "high_pass"),
     ):
-        out = stage.passband_gain * _filtered(stage.b, stage.a, out)
+        out = _filtered(stage.b, stage.a, out)
+        out *= stage.passband_gain
     return out
 
 
@@ -86,7 +87,11 @@ def _block_powers(weighted: np.ndarray, rate: int, block_s: float, step_s: float
     count = int(np.round((len(weighted) / rate - block_s) / step_s)) + 1
     if count < 1:
         return np.zeros(0)
-    sums = np.concatenate(([0.0], np.cumsum(weighted * weighted)))
+    sums = np.empty(len(weighted) + 1)  # 0, then the running sum of the squares
+    sums[0] = 0.0
+    squares = weighted * weighted
+    np.cumsum(squares, out=sums[1:])
+    del squares
     starts = (np.arange(count) * step_s * rate).astype(np.int64)
     ends = np.minimum(starts + int(block_s * rate), len(weighted))
     return (sums[ends] - sums[starts]) / (block_s * rate)
@@ -158,6 +163,7 @@ def loudness_range(weighted: np.ndarray, rate: int) -> float:
 
 
 def measured(samples: np.ndarray, rate: int) -> Measured:
+    peak_dbtp = true_peak(samples, rate)  # before the weighted signal: not both held at once
     weighted = k_weighted(samples, rate)
 
     def loudest(block_s: float) -> float:
@@ -166,7 +172,7 @@ def measured(samples: np.ndarray, rate: int) -> Measured:
 
     return Measured(
         integrated_lufs=integrated(samples, rate, weighted=weighted),
-        true_peak_dbtp=true_peak(samples, rate),
+        true_peak_dbtp=peak_dbtp,
         range_lu=loudness_range(weighted, rate),
         momentary_max_lufs=loudest(0.4),
         short_term_max_lufs=loudest(3.0),

@@ -47,11 +47,17 @@ def master(samples: np.ndarray, rate: int, preset: Preset) -> Mastered:
     for _ in range(MAX_PASSES):
         gain = 10 ** (gain_db / 20)
         limiter = _limiter_gain(envelope * gain, ceiling, rate)
-        out = samples * (gain * limiter)
+        limited_db = float(-20 * np.log10(limiter.min()))
+        # out = samples * (gain * limiter), in the limiter's array: the same products
+        out = limiter
+        out *= gain
+        out *= samples
+        del limiter
         error = preset.loudness_lufs - loudness.integrated(out, rate)
         if abs(error) <= TOLERANCE_LU:
             break
         gain_db += error
+    del envelope
     measured = loudness.measured(out, rate)
     if measured.true_peak_dbtp > preset.true_peak_dbtp - MARGIN_DB / 2:
         # The gain curve also shapes what lies between samples: rarely, a hair over.
@@ -60,7 +66,7 @@ def master(samples: np.ndarray, rate: int, preset: Preset) -> Mastered:
     return Mastered(
         samples=out.astype(np.float32),
         gain_db=float(gain_db),
-        limited_db=float(-20 * np.log10(limiter.min())),
+        limited_db=limited_db,
         measured=measured,
     )
 
@@ -70,12 +76,16 @@ def _limiter_gain(envelope: np.ndarray, ceiling: float, rate: int) -> np.ndarray
     What each sample needs is held for the smoothing's whole reach on both sides (a minimum
     filter), then smoothed by two moving averages (attack, then release): every average
     that covers a peak only takes in gains at or below what the peak needs."""
-    needed = np.minimum(1.0, ceiling / np.maximum(envelope, 1e-12))
+    # min(1, ceiling / max(envelope, 1e-12)), in ``envelope``'s array (the caller's to give)
+    needed = np.maximum(envelope, 1e-12, out=envelope)
+    np.divide(ceiling, needed, out=needed)
+    np.minimum(1.0, needed, out=needed)
     if needed.min() >= 1.0:
         return needed
     attack = 2 * round(ATTACK_S * rate / 2) + 1
     release = 2 * round(RELEASE_S * rate / 2) + 1
     reach = attack // 2 + release // 2 + round(HOLD_S * rate)
     held = minimum_filter1d(needed, size=2 * reach + 1, mode="nearest")
-    smooth = uniform_filter1d(held, size=attack, mode="nearest")
+    del needed
+    smooth = uniform_filter1d(held, size=attack, mode="nearest", output=held)
     return uniform_filter1d(smooth, size=release, mode="nearest")

@@ -253,10 +253,10 @@ def _speech(
 
 def _ducking(voice: np.ndarray, rate: int) -> np.ndarray:
     """The music's gain over time: lower wherever the speech is, with short ramps."""
-    talking = (np.abs(voice) > guide_voice.SILENCE).astype(np.float32)
+    talking = (np.abs(voice) > guide_voice.SILENCE).view(np.uint8)  # 1 a byte, not 4
     window = max(1, round(0.25 * rate))  # words' short pauses do not let the bed jump up
     held = maximum_filter1d(talking, size=window, mode="constant") > 0
-    gain = np.where(held, DUCKED_LEVEL, MUSIC_LEVEL).astype(np.float32)
+    gain = np.where(held, np.float32(DUCKED_LEVEL), np.float32(MUSIC_LEVEL))
     ramp = max(1, round(DUCK_RAMP_S * rate))
     return uniform_filter1d(gain, size=ramp, mode="nearest")
 
