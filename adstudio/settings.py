@@ -224,6 +224,9 @@ if ADSTUDIO_RENDER_LOUDNESS_LUFS > -1:
 # (Workspace.speech_cost_cap_usd).
 ADSTUDIO_SPEECH_CONCURRENCY = env_int("ADSTUDIO_SPEECH_CONCURRENCY", 6, minimum=1)
 ADSTUDIO_SPEECH_COST_CAP_USD = env_float("ADSTUDIO_SPEECH_COST_CAP_USD", 5.0, minimum=0.0)
+# Days a line or a music track read by a provider is kept for the next render (0: for
+# good); past them it is read, and billed, again.
+ADSTUDIO_SPEECH_CACHE_DAYS = env_int("ADSTUDIO_SPEECH_CACHE_DAYS", 90, minimum=0)
 ADSTUDIO_RENDER_PREROLL_S = env_float("ADSTUDIO_RENDER_PREROLL_S", 0.3, minimum=0.0)
 ADSTUDIO_RENDER_SPEAKER_GAP_S = env_float("ADSTUDIO_RENDER_SPEAKER_GAP_S", 0.25, minimum=0.0)
 for _name in ("ADSTUDIO_RENDER_PREROLL_S", "ADSTUDIO_RENDER_SPEAKER_GAP_S"):

@@ -12,15 +12,22 @@ its provider as if it were not cached.
 from __future__ import annotations
 
 import logging
+from datetime import timedelta
 
 from django.core.files.base import ContentFile
 from django.core.files.storage import default_storage
+from django.utils import timezone
 
+from adstudio.file_storage import PART_SUFFIX
 from speech.base import SpeechRequest
 
 logger = logging.getLogger(__name__)
 
 FOLDER = "speech"
+# Every folder of kept audio: the lines (here) and the music (``speech.music_reading``).
+FOLDERS = (FOLDER, "music")
+# A file still being written this long after it was begun was left by a dead process.
+PART_GRACE = timedelta(hours=1)
 
 
 def cache_name(request: SpeechRequest) -> str:
@@ -73,3 +80,46 @@ def store_file(name: str, data: bytes) -> bool:
     except Exception as exc:  # full disk, storage down: the render goes on
         logger.warning("speech cache: %s not kept (%s)", name, exc)
         return False
+
+
+def cache_prune(*, keep_days: int) -> int:
+    """Remove the lines and music kept more than ``keep_days`` days ago (0: keep them all),
+    and the temporary files a process that died mid-write left; the count removed. A line
+    removed is read, and billed, again the next time it is rendered. One listing of each
+    folder, a modification time per file: for a large bucket, an S3 lifecycle rule on
+    these prefixes does the same without the listing."""
+    now = timezone.now()
+    removed = 0
+    for folder in FOLDERS:
+        for name in _kept_files(folder):
+            partial = name.endswith(PART_SUFFIX)
+            if not (partial or keep_days):
+                continue
+            limit = PART_GRACE if partial else timedelta(days=keep_days)
+            try:
+                if now - default_storage.get_modified_time(name) <= limit:
+                    continue
+                default_storage.delete(name)
+                removed += 1
+            except Exception as exc:  # a file gone meanwhile, storage out of reach: later
+                logger.warning("speech cache: could not prune %s (%s)", name, exc)
+    if removed:
+        logger.info("speech cache: %d file(s) pruned", removed)
+    return removed
+
+
+def _kept_files(folder: str) -> list[str]:
+    """Every file under ``folder`` (its two-character subfolders), or none when storage
+    cannot list it now."""
+    try:
+        shards, _ = default_storage.listdir(folder)
+        return [
+            f"{folder}/{shard}/{name}"
+            for shard in shards
+            for name in default_storage.listdir(f"{folder}/{shard}")[1]
+        ]
+    except FileNotFoundError:  # the file system, before the first file
+        return []
+    except Exception as exc:
+        logger.warning("speech cache: could not list %s (%s)", folder, exc)
+        return []
