@@ -116,9 +116,14 @@ def read_for_render(
     watch: SpeechWatch = unwatched,
     every_s: float = 1.0,
 ) -> tuple[list[LineRead], MusicRead | None]:
-    """A render's lines read (at most ``concurrency`` at once) and its music composed, all
-    at the same time; ``progress`` as ``speech.reading.gather`` calls it."""
-    jobs: list[Callable[..., Any]] = [functools.partial(read_music, music)]
+    """A render's lines read (at most ``concurrency`` at once; one more once the music is
+    made) and its music composed, all at the same time; ``progress`` as
+    ``speech.reading.gather`` calls it."""
+    if music is None:
+        jobs = [functools.partial(read_line, line, watch=watch) for line in lines]
+        return gather(jobs, workers=concurrency, progress=progress, every_s=every_s), None
+    # The music first (the longest) on a thread of its own: the lines keep their bound.
+    jobs = [functools.partial(read_music, music)]
     jobs += [functools.partial(read_line, line, watch=watch) for line in lines]
     made = gather(jobs, workers=concurrency + 1, progress=progress, every_s=every_s)
     return made[1:], made[0]

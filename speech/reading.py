@@ -11,7 +11,6 @@ would be another person speaking. The guide voice is the fallback, and it says i
 
 from __future__ import annotations
 
-import functools
 import logging
 import threading
 import time
@@ -233,30 +232,6 @@ def with_retries[T](
                 raise
             sleep(delay)
             spent += delay
-
-
-def read_lines(
-    lines: list[Line],
-    *,
-    concurrency: int,
-    progress: Callable[[], None] | None = None,
-    watch: SpeechWatch = unwatched,
-    every_s: float = 1.0,
-) -> list[LineRead]:
-    """Every line read, in order, at most ``concurrency`` at once. ``progress`` is called
-    from this thread at least every ``every_s`` while they are read (the render's sign of
-    life; it may raise to stop, and lines not begun are then not read)."""
-    jobs = [
-        functools.partial(read_line, line, watch=watch)
-        if line.request is not None
-        else functools.partial(_guide, line)
-        for line in lines
-    ]
-    return gather(jobs, workers=concurrency, progress=progress, every_s=every_s)
-
-
-def _guide(line: Line, *, stopped: threading.Event | None = None) -> LineRead:
-    return LineRead(line.track_id, GUIDE, note=line.note)
 
 
 def gather[T](

@@ -16,7 +16,8 @@ from adstudio import observability
 from speech import cache
 from speech.base import SpeechRequest
 from speech.configuration import from_environment
-from speech.reading import GUIDE, CastVoice, estimate, lines_of, read_line, read_lines
+from speech.music_reading import read_for_render
+from speech.reading import GUIDE, CastVoice, estimate, lines_of, read_line
 from testbed.fake_openai_speech import rate_limited
 
 pytestmark = pytest.mark.usefixtures("media")
@@ -120,12 +121,13 @@ def test_lines_are_read_at_once_up_to_the_bound_and_a_stop_reads_no_more(speakin
         raise Stop
 
     with pytest.raises(Stop):
-        read_lines(lines, concurrency=2, progress=stop, every_s=0.05)
+        read_for_render(lines, None, concurrency=2, progress=stop, every_s=0.05)
     speaking.delay = 0.0
     # Those begun before the stop finish; the others were never asked for.
     assert speaking.count <= 2
 
-    reads = read_lines(lines, concurrency=3)
+    reads, music = read_for_render(lines, None, concurrency=3)
+    assert music is None
     assert [r.reader for r in reads] == ["openai"] * 6
     assert [r.track_id for r in reads] == [f"track-{n}" for n in range(6)]
 
