@@ -72,7 +72,8 @@ def test_a_render_survives_its_worker_killed_while_its_lines_are_read(
     try:
         render, _ = render_request(ad=ad, versions=versions_of(ad))
         wait_for(lambda: fake_openai_speech.count >= 2, what="the first lines asked for")
-        wait_for(lambda: (media / "speech").exists(), what="a line kept")
+        # A line kept whole (its folder, or a ``.part`` being written, is not yet one).
+        wait_for(lambda: any((media / "speech").rglob("*.pcm")), what="a line kept")
         worker.kill()
         asked_before_kill = fake_openai_speech.count
         stuck = Render.objects.get(pk=render.pk).status
