@@ -73,11 +73,12 @@ def player(title: str, ad: Ad, versions: dict[str, Draft | None], user) -> Playe
 
 
 def readers_said(timeline: dict) -> list[str]:
-    """Each voice track's reader as the timeline says it: "track-0: ElevenLabs"."""
+    """Who made each voice track and the music, as the timeline says it: "track-0:
+    ElevenLabs", "music: placeholder bed: Loudly not connected"."""
     return [
-        f"{segment['ref']}: {segment['readBy']}"
+        f"{segment['ref']}: {segment.get('readBy') or segment.get('madeBy')}"
         for segment in timeline.get("segments", [])
-        if segment.get("kind") == "voice" and segment.get("readBy")
+        if segment.get("readBy") or segment.get("madeBy")
     ]
 
 

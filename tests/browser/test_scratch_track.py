@@ -40,10 +40,11 @@ def test_a_reviewer_renders_and_hears_a_draft(chromium, server, screenshot, make
         assert page.evaluate("window.notReloaded") is True
         screenshot(page, "draft-with-player")
 
-        # Who read each line, drawn by the page's script with the player.
+        # Who read each line and made the music, drawn by the page's script with the player.
         readers = page.locator(".scratch-readers li")
-        expect(readers).to_have_count(2)
+        expect(readers).to_have_count(3)
         expect(readers.first).to_contain_text("track-0: guide voice")
+        expect(readers.last).to_have_text("music: placeholder bed: Loudly not connected")
 
         bars = page.locator(".scratch-timeline .bar")
         assert bars.count() == 4  # two lines, the music, the chime

@@ -72,6 +72,7 @@ def test_a_draft_page_renders_and_plays_its_version_and_the_one_before(client, r
     # the version before, not rendered yet, is priced before anyone asks for it.
     readers = re.findall(r"<li>(track-\d+): (guide voice: [^<]+)</li>", page)
     assert [track for track, _ in readers] == ["track-0", "track-1"], readers
+    assert "<li>music: placeholder bed: Loudly not connected</li>" in page
     assert re.search(r"Speech: 0 characters to read, \$0\.", page)
     assert len(render_button(page)) == 1  # the version before is still to be rendered
     src = re.search(r'<audio[^>]+src="([^"]+)"', page).group(1).replace("&amp;", "&")

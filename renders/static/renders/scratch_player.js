@@ -51,11 +51,13 @@
         " s slot; speech ends at " + seconds(made.speechEndS) + " s."),
     ];
     var readers = (made.segments || []).filter(function (s) {
-      return s.kind === "voice" && s.readBy;
+      return s.readBy || s.madeBy;
     });
     if (readers.length) {
       var said = element("ul", { class: "scratch-readers" });
-      readers.forEach(function (s) { said.appendChild(element("li", {}, s.ref + ": " + s.readBy)); });
+      readers.forEach(function (s) {
+        said.appendChild(element("li", {}, s.ref + ": " + (s.readBy || s.madeBy)));
+      });
       parts.push(said);
     }
     if ((made.warnings || []).length) {
