@@ -38,7 +38,7 @@ _CHUNK = 4_800  # samples: an IIR's state decays by far less than 1e-100 over on
 
 def k_weighted(samples: np.ndarray, rate: int) -> np.ndarray:
     """The signal through BS.1770's K-weighting (pyloudnorm's two biquads)."""
-    out = samples.astype(np.float64)
+    out = np.asarray(samples, dtype=np.float64)  # no copy of a float64 mix: read, not written
     for stage in (
         pyloudnorm.IIRfilter(4.0, 1 / np.sqrt(2), 1500.0, rate, "high_shelf"),
         pyloudnorm.IIRfilter(0.0, 0.5, 38.0, rate, "high_pass"),
@@ -131,7 +131,7 @@ def peak_envelope(samples: np.ndarray, rate: int) -> np.ndarray:
     taps = _interpolator(factor)
     delay = (len(taps) - 1) // 2
     reach = -(-len(taps) // factor) + 1  # input samples a piece's outputs depend on
-    signal = samples.astype(np.float64)
+    signal = np.asarray(samples, dtype=np.float64)  # read, never written
     peaks = np.abs(signal)
     for start in range(0, len(signal), rate):
         end = min(len(signal), start + rate)

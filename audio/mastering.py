@@ -45,6 +45,7 @@ def master(samples: np.ndarray, rate: int, preset: Preset) -> Mastered:
     ceiling = 10 ** ((preset.true_peak_dbtp - MARGIN_DB) / 20)
     gain_db = preset.loudness_lufs - before
     for _ in range(MAX_PASSES):
+        out = None  # the last pass's mix is not kept while this one's is made
         gain = 10 ** (gain_db / 20)
         limiter = _limiter_gain(envelope * gain, ceiling, rate)
         limited_db = float(-20 * np.log10(limiter.min()))

@@ -175,7 +175,10 @@ def render(
             stems["sfx"][start:end] += _effect(segment.label, end - start, RATE)
     present = dict(zip(KINDS, (voices, music, sfx), strict=True))
     stems = {kind: stem for kind, stem in stems.items() if present[kind] is not None}
-    premaster = sum(stems.values(), np.zeros(total, np.float32))
+    del ducking
+    premaster = np.zeros(total, np.float32)  # the stems' sum, added in place: one array
+    for stem in stems.values():
+        premaster += stem
     mastered = mastering.master(premaster, RATE, preset)
     gain = np.float32(10 ** (mastered.gain_db / 20)) if np.isfinite(mastered.gain_db) else 1
     return Mix(
