@@ -21,8 +21,8 @@ in the body).
 
 Prints the p50/p95/p99 of both probes and how many timed out, each stream refused or
 failed by its reason (the status and the API's error code, or the exception), the web
-processes' resident memory per open stream, and whether every stream received every event of its run, in
-order, up to ``run.finished``. Results also go to benchmarks/results/.
+processes' resident memory per open stream, and whether every stream received every event
+of its run, in order, up to ``run.finished``. Results also go to benchmarks/results/.
 """
 
 from __future__ import annotations
