@@ -22,6 +22,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from testbed.fake_openai import TEST_API_KEY, FakeCall
+from testbed.loopback import LoopbackServer
 
 ANTHROPIC_TEST_MODEL = "claude-sonnet-4-6"  # priced in settings, so runs get a cost
 _TOOL_ID = re.compile(r"^[a-zA-Z0-9_-]+$")
@@ -185,7 +186,7 @@ def messages_protocol_problems(body: Any) -> list[str]:
     return problems
 
 
-class FakeAnthropicServer:
+class FakeAnthropicServer(LoopbackServer):
     """Start with ``start()``; ``base_url`` is ``http://127.0.0.1:PORT`` (the SDK adds /v1)."""
 
     def __init__(self, host: str = "127.0.0.1", api_key: str = TEST_API_KEY) -> None:
@@ -205,20 +206,6 @@ class FakeAnthropicServer:
     def base_url(self) -> str:
         host, port = self._httpd.server_address[:2]
         return f"http://{host}:{port}"
-
-    def start(self) -> FakeAnthropicServer:
-        self._thread = threading.Thread(
-            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-        )
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._stopping.set()
-        self._httpd.shutdown()
-        self._httpd.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
 
     def script(self, *turns: ClaudeTurn) -> FakeAnthropicServer:
         with self._lock:

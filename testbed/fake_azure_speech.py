@@ -27,6 +27,8 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from testbed.loopback import LoopbackServer
+
 TEST_AZURE_KEY = "azfake0123456789abcdef0123456789"
 KEY_HEADER = "ocp-apim-subscription-key"
 SAMPLE_RATE = 24_000
@@ -142,7 +144,7 @@ class RecordedRequest:
     key_given: bool
 
 
-class FakeAzureSpeechServer:
+class FakeAzureSpeechServer(LoopbackServer):
     """Start with ``start()``; ``base_url`` is ``http://127.0.0.1:PORT`` (the adapter's
     ``base_url``, standing for ``https://REGION.tts.speech.microsoft.com``)."""
 
@@ -164,26 +166,6 @@ class FakeAzureSpeechServer:
     def base_url(self) -> str:
         host, port = self._httpd.server_address[:2]
         return f"http://{host}:{port}"
-
-    def start(self) -> FakeAzureSpeechServer:
-        self._thread = threading.Thread(
-            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-        )
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._stopping.set()  # wakes replies sleeping in a delay
-        self._httpd.shutdown()
-        self._httpd.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-
-    def __enter__(self) -> FakeAzureSpeechServer:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
     # --- scripting and reading back -------------------------------------------------
 

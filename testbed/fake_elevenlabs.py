@@ -27,6 +27,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+from testbed.loopback import LoopbackServer
+
 TEST_API_KEY = "xi-test-fake-0123456789abcdef"
 VOICE_ID = "21m00Tcm4TlvDq8ikWAM"  # Rachel, the voice id of the API reference's examples
 SAMPLE_RATE = 24_000
@@ -207,7 +209,7 @@ VOICES = [
 ]
 
 
-class FakeElevenLabsServer:
+class FakeElevenLabsServer(LoopbackServer):
     """Start with ``start()``; ``base_url`` is ``http://127.0.0.1:PORT``, the API's root as
     the SDK takes it (``https://api.elevenlabs.io``)."""
 
@@ -231,26 +233,6 @@ class FakeElevenLabsServer:
     def base_url(self) -> str:
         host, port = self._httpd.server_address[:2]
         return f"http://{host}:{port}"
-
-    def start(self) -> FakeElevenLabsServer:
-        self._thread = threading.Thread(
-            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-        )
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._stopping.set()  # wakes answers sleeping in a delay
-        self._httpd.shutdown()
-        self._httpd.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-
-    def __enter__(self) -> FakeElevenLabsServer:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
     # --- scripting and reading -----------------------------------------------------
 

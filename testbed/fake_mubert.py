@@ -35,6 +35,8 @@ from typing import Any
 
 import numpy as np
 
+from testbed.loopback import LoopbackServer
+
 TEST_MUBERT_CUSTOMER_ID = "5f0c9a1e-fake-4c2b-9d7e-customer0001"
 TEST_MUBERT_ACCESS_TOKEN = "mbfake-access-token-7e3c1b9a0d4f62e8"
 CUSTOMER_HEADER = "customer-id"
@@ -89,7 +91,7 @@ class _Track:
     polls: int = 0
 
 
-class FakeMubertServer:
+class FakeMubertServer(LoopbackServer):
     """Start with ``start()``; ``base_url`` is ``http://127.0.0.1:PORT/api/v3`` (the
     adapter's ``base_url``, standing for ``https://music-api.mubert.com/api/v3``)."""
 
@@ -123,26 +125,6 @@ class FakeMubertServer:
     @property
     def base_url(self) -> str:
         return f"{self.origin}{API_PREFIX}"
-
-    def start(self) -> FakeMubertServer:
-        self._thread = threading.Thread(
-            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-        )
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._stopping.set()  # wakes replies sleeping in a delay
-        self._httpd.shutdown()
-        self._httpd.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-
-    def __enter__(self) -> FakeMubertServer:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
     # --- scripting and reading back -------------------------------------------------
 

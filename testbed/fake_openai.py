@@ -21,6 +21,8 @@ from dataclasses import dataclass, field, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from testbed.loopback import LoopbackServer
+
 TEST_API_KEY = "sk-test-fake-0123456789"
 
 
@@ -158,7 +160,7 @@ def protocol_problems(messages: Any) -> list[str]:
     return problems
 
 
-class FakeOpenAIServer:
+class FakeOpenAIServer(LoopbackServer):
     """Start with ``start()``; ``base_url`` is ``http://127.0.0.1:PORT/v1``."""
 
     def __init__(self, host: str = "127.0.0.1") -> None:
@@ -184,26 +186,6 @@ class FakeOpenAIServer:
     def base_url(self) -> str:
         host, port = self._httpd.server_address[:2]
         return f"http://{host}:{port}/v1"
-
-    def start(self) -> FakeOpenAIServer:
-        self._thread = threading.Thread(
-            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-        )
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._stopping.set()  # wakes replies sleeping in a delay
-        self._httpd.shutdown()
-        self._httpd.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-
-    def __enter__(self) -> FakeOpenAIServer:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
     def reset(self) -> None:
         """Forget every turn, request and problem, as a new server would have none: a

@@ -22,6 +22,8 @@ from typing import Any
 
 import numpy as np
 
+from testbed.loopback import LoopbackServer
+
 TEST_API_KEY = "sk-test-speech-0123456789abcdef"
 SAMPLE_RATE = 24_000
 SECONDS_PER_CHARACTER = 0.06  # at speed 1.0: about 170 words a minute
@@ -141,7 +143,7 @@ def tone(characters: int, speed: float = 1.0) -> bytes:
     return (np.sin(2 * np.pi * TONE_HZ * t) * 0.3 * 32767).astype("<i2").tobytes()
 
 
-class FakeOpenAISpeechServer:
+class FakeOpenAISpeechServer(LoopbackServer):
     """Start with ``start()``; ``base_url`` is ``http://127.0.0.1:PORT/v1``."""
 
     def __init__(self, host: str = "127.0.0.1", api_key: str = TEST_API_KEY) -> None:
@@ -171,26 +173,6 @@ class FakeOpenAISpeechServer:
     def bodies(self) -> list[dict[str, Any]]:
         with self._lock:
             return [request["body"] for request in self.requests]
-
-    def start(self) -> FakeOpenAISpeechServer:
-        self._thread = threading.Thread(
-            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-        )
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._stopping.set()  # wakes replies sleeping in a delay
-        self._httpd.shutdown()
-        self._httpd.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-
-    def __enter__(self) -> FakeOpenAISpeechServer:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
     def fail(self, *failures: Failure) -> FakeOpenAISpeechServer:
         """Answer the next requests with these errors, one each, in order."""
