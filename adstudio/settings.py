@@ -458,8 +458,9 @@ ADSTUDIO_METRICS = env_bool(
 # --- Agent runs ------------------------------------------------------------------------
 ADSTUDIO_MAX_ROUNDS = env_int("ADSTUDIO_MAX_ROUNDS", 8, minimum=1)
 ADSTUDIO_MAX_TOOL_FAILURES = env_int("ADSTUDIO_MAX_TOOL_FAILURES", 3, minimum=1)
-# Prompt tokens of history sent per request; older turns are summarised.
-ADSTUDIO_CONTEXT_BUDGET_TOKENS = env_int("ADSTUDIO_CONTEXT_BUDGET_TOKENS", 16000, minimum=500)
+# Estimated prompt tokens of a whole request (system prompt and tools, about 850, included);
+# past it the older turns are summarised, so a long conversation's calls stay bounded.
+ADSTUDIO_CONTEXT_BUDGET_TOKENS = env_int("ADSTUDIO_CONTEXT_BUDGET_TOKENS", 5000, minimum=2000)
 # Prompt + completion tokens one run may spend before it stops.
 ADSTUDIO_RUN_TOKEN_BUDGET = env_int("ADSTUDIO_RUN_TOKEN_BUDGET", 300000, minimum=1000)
 ADSTUDIO_HEARTBEAT_INTERVAL = env_float("ADSTUDIO_HEARTBEAT_INTERVAL", 5.0, minimum=0.1)

@@ -4,7 +4,6 @@ written as it happens (``conversations.record.log``), and the decision of what c
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from contextlib import suppress
@@ -21,12 +20,13 @@ from adstudio.tools import ToolContext
 from conversations.agent.history import pair_calls_and_results
 from conversations.agent.prompts import FINAL_ANSWER_NUDGE, system_prompt
 from conversations.agent.state import Answer, CallModel, RunState, RunTools, Stop
+from conversations.agent.summary import standing_prompt_tokens
 from conversations.agent.tools import ToolOutcome, execute_tool_call, tool_specs
 from conversations.models import Run, RunStatus, StopCause
 from conversations.record import log as run_log
 from conversations.record.log import ClaimLost, StepCancelled, TextEvents
 from conversations.record.messages import draft_call_key, storable_reply, tool_calls_to_json
-from conversations.record.tokens import count_tokens, message_tokens
+from conversations.record.tokens import message_tokens
 from conversations.runs.step_gate import provider_wait
 from providers import (
     AssistantMessage,
@@ -51,12 +51,7 @@ TAKEN_OVER = Stop(RunStatus.FAILED, StopCause.ERROR, "taken_over", "Taken over."
 def request_tokens(messages: list[Message]) -> int:
     """An estimate of one request's prompt: system prompt, tools and history (the prompt
     of a request whose reply never came, which its ``ModelCall`` row still counts)."""
-    tools = json.dumps([spec.parameters for spec in tool_specs()], ensure_ascii=False)
-    return (
-        count_tokens(system_prompt())
-        + count_tokens(tools)
-        + sum(message_tokens(message) for message in messages)
-    )
+    return standing_prompt_tokens() + sum(message_tokens(message) for message in messages)
 
 
 def plan_next(state: RunState) -> CallModel | Stop:

@@ -6,30 +6,55 @@ from __future__ import annotations
 
 import json
 import logging
+from functools import cache
 
 from django.conf import settings
 
 import providers
 from adstudio import observability
 from conversations.agent.history import recent_turns_within, split_turns
-from conversations.agent.prompts import SUMMARY_SYSTEM_PROMPT, summary_request_text
+from conversations.agent.prompts import (
+    SUMMARY_SYSTEM_PROMPT,
+    summary_block,
+    summary_request_text,
+    system_prompt,
+)
+from conversations.agent.tools import tool_specs
 from conversations.models import Conversation
 from conversations.record.log import RunLog
+from conversations.record.tokens import count_tokens
 from conversations.runs.step_gate import provider_wait
 from providers import GenerateRequest, ProviderError, UserMessage
 
 logger = logging.getLogger(__name__)
 
 
+@cache
+def standing_prompt_tokens() -> int:
+    """What every request carries before its history: the system prompt and the tool
+    schemas (names, descriptions, parameters). The same for every request of a process."""
+    tools = json.dumps(
+        [[spec.name, spec.description, spec.parameters] for spec in tool_specs()],
+        ensure_ascii=False,
+    )
+    return count_tokens(system_prompt()) + count_tokens(tools)
+
+
 def summarise_if_needed(log: RunLog, *, route: list[providers.ProviderBinding]) -> None:
-    """Fold the oldest turns into the conversation's summary when the history would not
-    fit the context budget; the recent whole turns are sent as they are."""
-    budget = settings.ADSTUDIO_CONTEXT_BUDGET_TOKENS
-    if sum(row.tokens for row in log.rows) <= budget:
+    """Fold the oldest turns into the conversation's summary when the request would not
+    fit the context budget (``ADSTUDIO_CONTEXT_BUDGET_TOKENS``: the whole request, system
+    prompt, tools and summary included); the recent whole turns are sent as they are."""
+    summary = log.conversation.summary
+    room = (
+        settings.ADSTUDIO_CONTEXT_BUDGET_TOKENS
+        - standing_prompt_tokens()
+        - (count_tokens(summary_block(summary)) if summary else 0)
+    )
+    if sum(row.tokens for row in log.rows) <= room:
         return
-    # Keep half the budget of recent turns, so the next summary is many turns away and
-    # the requests in between share one cacheable prefix.
-    older, recent = recent_turns_within(split_turns(log.rows), budget=budget // 2)
+    # Keep half the room of recent turns, so the next summary is many turns away and the
+    # requests in between share one cacheable prefix.
+    older, recent = recent_turns_within(split_turns(log.rows), budget=max(room, 0) // 2)
     if not older:
         return
     transcript = "\n".join(

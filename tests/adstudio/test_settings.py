@@ -119,6 +119,10 @@ def test_tokens_expire_after_thirty_days_unless_told(value, seconds):
         ),
         ({"ADSTUDIO_RENDER_LOUDNESS_LUFS": "3"}, "is louder than full scale"),
         ({"ADSTUDIO_RENDER_LOUDNESS_LUFS": "-90"}, "must be at least -70.0"),
+        (
+            {"ADSTUDIO_CONTEXT_BUDGET_TOKENS": "800"},
+            "ADSTUDIO_CONTEXT_BUDGET_TOKENS=800 must be at least 2000",
+        ),
         ({"ADSTUDIO_RENDER_PREROLL_S": "-0.1"}, "ADSTUDIO_RENDER_PREROLL_S=-0.1 must be at"),
         ({"ADSTUDIO_RENDER_SPEAKER_GAP_S": "7"}, "ADSTUDIO_RENDER_SPEAKER_GAP_S=7.0 is longer"),
         ({"ADSTUDIO_RENDER_SPEAKER_GAP_S": "soon"}, "'soon' is not a number"),

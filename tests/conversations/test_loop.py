@@ -944,6 +944,35 @@ def test_a_long_conversation_is_summarised_and_sent_within_budget(fake_providers
     assert run.completion_tokens == sum(c.completion_tokens for c in calls) > 0
 
 
+@pytest.mark.parametrize("over", [False, True])
+def test_the_budget_is_the_whole_request_system_prompt_and_tools_included(
+    fake_providers, en_ad, settings, over
+):
+    """History that fits the budget alone is summarised once the system prompt and the
+    tool schemas every request carries take it over."""
+    from conversations.agent.summary import standing_prompt_tokens
+    from conversations.record.tokens import message_tokens
+    from providers import UserMessage
+
+    conversation = _sixty_turns(en_ad, settings)
+    text = "What did we settle on?"
+    history = sum(
+        Message.objects.filter(conversation=conversation).values_list("tokens", flat=True)
+    )
+    history += message_tokens(UserMessage(text=text))
+    # Room for the history alone in either case; with the standing prompt, one token short.
+    settings.ADSTUDIO_CONTEXT_BUDGET_TOKENS = history + standing_prompt_tokens() - over
+    fake_providers.script(*([turn("Sixty iterations.")] if over else []), turn("Noted."))
+
+    run = run_of(send_message(request=RunRequest(conversation=conversation, text=text)))
+
+    assert run.status == "succeeded", run.error_message
+    assert len(fake_providers.requests) == (2 if over else 1)
+    conversation.refresh_from_db()
+    assert (conversation.summary == "Sixty iterations.") is over
+    assert (conversation.summary_upto_seq > 0) is over
+
+
 def test_a_failed_summary_keeps_the_older_turns_for_the_next_try(fake_providers, en_ad, settings):
     settings.ADSTUDIO_PROVIDER_FALLBACKS = []
     conversation = _sixty_turns(en_ad, settings)
