@@ -14,8 +14,9 @@ are timed twice: with the facet cache as a live process has it, and with it empt
 before each search (a fresh process, or the first search after a catalogue change). An
 empty cache means reading the facet counts that triggers keep in ``voices_facet_count``
 (PostgreSQL): the benchmark prints how many rows the largest language has there (one per
-value and write statement right after the import, one per value once a later write folds
-them), as that read is most of the cold search's cost. Results also go to
+value once the import has folded them; a catalogue loaded before migration 0005 keeps one
+per value and batch statement until ``SELECT voices_facet_count_fold()``), as that read is
+most of the cold search's cost. Results also go to
 benchmarks/results/.
 """
 

@@ -72,11 +72,27 @@ class Voice(models.Model):
                 condition=SEARCHABLE,
                 name="voice_search_lang_gender",
             ),
-            # accent= matches accent or locale case-insensitively (iexact is UPPER() = UPPER()).
-            # Not partial: PostgreSQL only keeps planner statistics for the expressions of
-            # full indexes, and without them it misjudges how many voices match.
-            models.Index(F("language"), Upper("accent"), name="voice_search_accent"),
-            models.Index(F("language"), Upper("locale"), name="voice_search_locale"),
+            # accent= matches accent or locale case-insensitively (iexact is UPPER() = UPPER()),
+            # per gender in (name, id) order, so the first 10 of each are its first entries
+            # (names go with genders and accents: one order for all would read thousands of
+            # others first). Not partial: PostgreSQL only keeps planner statistics for the
+            # expressions of full indexes, and without them it misjudges how many match.
+            models.Index(
+                F("language"),
+                Upper("accent"),
+                F("gender"),
+                F("name"),
+                F("id"),
+                name="voice_search_accent",
+            ),
+            models.Index(
+                F("language"),
+                Upper("locale"),
+                F("gender"),
+                F("name"),
+                F("id"),
+                name="voice_search_locale",
+            ),
             # style= ranks voices whose style or use case is the phrase asked for first: these
             # give them in (name, id) order, so the first 10 are the first index entries.
             # Partial, so migration 0003 adds statistics on their expressions.

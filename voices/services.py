@@ -338,13 +338,17 @@ class _OrmWriter:
         return self.created, self.updated
 
 
-def _analyse_voices() -> None:
-    """Fresh planner statistics once an import's rows are committed.
+def _after_import() -> None:
+    """Once an import's rows are committed: its facet counts folded and fresh planner
+    statistics.
 
-    Search (voices.selectors) is planned from them, the extended statistics on
-    (language, accent) and (language, locale) included, which only ANALYZE computes: a
-    table just filled by its first import has none, and autovacuum may be off or late."""
+    The import's batches left one set of facet count rows per statement (migration 0005),
+    which a search with an empty facet cache would sum. Search (voices.selectors) is planned
+    from the statistics, the extended ones on (language, accent) and (language, locale)
+    included, which only ANALYZE computes: a table just filled by its first import has
+    none, and autovacuum may be off or late."""
     with connection.cursor() as cursor:
+        cursor.execute("SELECT voices_facet_count_fold()")
         cursor.execute(f"ANALYZE {connection.ops.quote_name(_VOICE_TABLE)}")
 
 
@@ -367,7 +371,8 @@ def voice_import(
     unchanged. New voices arrive unapproved unless ``approve``; an existing approval is
     never removed. Any invalid row fails the whole import (``ImportFailed``, nothing
     written) unless ``skip_invalid``. ``dry_run`` validates and counts without writing.
-    On PostgreSQL, an import that wrote anything analyses the table once it commits.
+    On PostgreSQL, an import that wrote anything folds its facet counts and analyses the
+    table once it commits.
     """
     reader = _open(path, file_format)
     report = ImportReport(path=str(path), format=reader.format.value, dry_run=dry_run)
@@ -414,7 +419,7 @@ def voice_import(
             report.deactivated = importer.deactivate_missing(providers, dry_run=dry_run)
         wrote = report.created or report.updated or report.deactivated
         if wrote and not dry_run and connection.vendor == "postgresql":
-            transaction.on_commit(_analyse_voices, robust=True)
+            transaction.on_commit(_after_import, robust=True)
     return report
 
 

@@ -210,3 +210,48 @@ def test_writers_of_one_language_never_wait_for_each_other(make_voice, isolation
     make_voice(language="th", gender="female", accent="central", style="warm")
     assert count_rows("th") == 6  # three genders, one accent, one locale, one style
     assert kept("th") == counted("th")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_import_in_many_batches_leaves_one_row_per_value_once_committed(write_json):
+    rows = [
+        {
+            "provider": "acme",
+            "provider_voice_id": f"a{number}",
+            "name": f"Acme {number}",
+            "language": "th",
+            "gender": ("male", "female")[number % 2],
+            "accent": ("central", "isan")[number % 3 == 0],
+        }
+        for number in range(60)
+    ]
+    # Twelve batch statements in one transaction: only the first folds under the trigger.
+    voice_import(path=write_json(rows), approve=True, batch_size=5)
+
+    assert count_rows("th") == 4  # male, female, central, isan
+    assert kept("th")["genders"] == {"male": 30, "female": 30}
+    assert kept("th")["accents"] == {"central": 40, "isan": 20}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_fold_leaves_a_language_another_transaction_is_folding(make_voice):
+    for number in range(4):  # four transactions, folded by each: one row per value
+        make_voice(language="en", gender=("male", "female")[number % 2])
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "INSERT INTO voices_facet_count (language, gender, voices) VALUES ('en', 'male', 1)"
+        )
+    assert count_rows("en") == 3
+    with psycopg.connect(database_url(), autocommit=False) as other:
+        other.execute(
+            "SELECT pg_advisory_xact_lock(hashtext('voices_facet_count'), hashtext('en'))"
+        )
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT voices_facet_count_fold()")
+            assert cursor.fetchone()[0] == 0  # no wait: left to its folder
+        assert count_rows("en") == 3
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT voices_facet_count_fold()")
+        assert cursor.fetchone()[0] == 1
+    assert count_rows("en") == 2
+    assert kept("en")["genders"] == {"male": 3, "female": 2}

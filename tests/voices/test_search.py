@@ -8,6 +8,7 @@ from adstudio.languages import UnknownLanguage
 from voices.models import Voice
 from voices.selectors import (
     InvalidSearch,
+    _accent_search_sql,
     _style_search_sql,
     approved_voices_by_id,
     catalogue_languages,
@@ -323,6 +324,99 @@ def test_style_search_reads_other_matches_only_when_exact_ones_run_short(make_vo
     # 12 cannot fill 13: Aaron, a partial match, comes after every exact one.
     assert "never executed" not in plan(13)
     assert names(search_voices("en", style="warm", count=13))[-1] == "Aaron"
+
+
+def test_a_hyphenated_style_ranks_the_voices_labelled_with_it_first(make_voice):
+    make_voice(name="Aaron", description="Clear diction for e learning modules.")
+    make_voice(name="Zed", use_case="E-Learning")
+
+    assert names(search_voices("en", style="e-learning")) == ["Zed", "Aaron"]
+    assert names(search_voices("en", style="  E-learning ")) == ["Zed", "Aaron"]
+    assert names(search_voices("en", style="e learning")) == ["Aaron", "Zed"]  # only words
+
+
+def test_a_style_no_voice_has_reads_the_words_index_not_every_voice(make_voice):
+    """A word-match walk in name order until ten match reads the whole language when none
+    does; the other matches are found through ``voice_search_words`` instead."""
+    from django.db import connection
+
+    Voice.objects.bulk_create(
+        Voice(
+            provider="test",
+            provider_voice_id=f"v{number}",
+            name=f"Voice {number:04d}",
+            language="en",
+            gender="female",
+            style="calm",
+            description="A calm, clear read.",
+            approved=True,
+        )
+        for number in range(3000)
+    )
+    sql, params = _style_search_sql(voice_query(language="en", style="yodelling"), 10)
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE voices_voice")
+        cursor.execute(f"EXPLAIN (ANALYZE, COSTS OFF) {sql}", params)
+        plan = "\n".join(row[0] for row in cursor.fetchall())
+
+    assert "Bitmap Index Scan on voice_search_words" in plan
+    assert "Rows Removed by Filter: 3000" not in plan
+    assert search_voices("en", style="yodelling") == []
+
+
+def test_accent_search_gives_what_the_ordered_queryset_gives():
+    """The accent search's union of first entries per match and gender is the same list
+    as ordering every matching voice by name (the ORM's query, as SQLite runs it)."""
+    accents = [("central", "th-TH"), ("isan", "th-TH"), ("", "th-TH"), ("southern", "")]
+    Voice.objects.bulk_create(
+        Voice(
+            provider="test",
+            provider_voice_id=f"v{number}",
+            name=f"{'ZYXWVUTSRQ'[number % 10]} {number % 7}",  # ties broken by id
+            language="th",
+            gender=("male", "female", "neutral")[number % 3],
+            accent=accents[number % 4][0],
+            locale=accents[number % 4][1],
+            approved=number % 11 != 0,
+            active=number % 13 != 0,
+        )
+        for number in range(400)
+    )
+    for accent in ("central", "CENTRAL", "th-TH", "th_th", "TH", "southern", "lanna"):
+        for gender in (None, "male", "female", "neutral"):
+            for count in (1, 10, 50):
+                query = voice_query(language="th", gender=gender, accent=accent)
+                expected = [v["id"] for v in voice_queryset(query).values("id")[:count]]
+                found = [
+                    int(v["id"]) for v in search_voices("th", gender, accent=accent, count=count)
+                ]
+                assert found == expected, (accent, gender, count)
+
+
+def test_accent_search_reads_the_accent_and_locale_indexes():
+    from django.db import connection
+
+    Voice.objects.bulk_create(
+        Voice(
+            provider="test",
+            provider_voice_id=f"v{number}",
+            name=f"Voice {number:04d}",
+            language="fr",
+            gender=("male", "female")[number % 2],
+            accent=("parisian", "quebecois")[number % 2],
+            locale=("fr-FR", "fr-CA")[number % 2],
+            approved=True,
+        )
+        for number in range(2000)
+    )
+    sql, params = _accent_search_sql(voice_query(language="fr", accent="fr-CA"), 10)
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE voices_voice")
+        cursor.execute(f"EXPLAIN {sql}", params)
+        plan = "\n".join(row[0] for row in cursor.fetchall())
+
+    assert "Index Scan using voice_search_accent" in plan
+    assert "Index Scan using voice_search_locale" in plan
 
 
 def test_style_search_uses_the_style_and_use_case_indexes():
