@@ -5,7 +5,8 @@ import writes in batches within one transaction, so it leaves one set of rows pe
 statement (41,000 English rows after a 1,000,000-voice import), which a search with an
 empty facet cache sums. ``voices_facet_count_fold()`` folds what it can lock (a try-lock
 per language, never a wait), under READ COMMITTED like the triggers' own fold, and returns
-how many languages it folded; the import calls it once it commits.
+how many languages it folded; the import calls it once it commits, and this migration
+once, for what earlier imports left.
 """
 
 from django.db import migrations
@@ -43,6 +44,7 @@ $fn$;
 def create_fold(apps, schema_editor):
     if schema_editor.connection.vendor == "postgresql":  # the counts are PostgreSQL's only
         schema_editor.execute(FOLD)
+        schema_editor.execute("SELECT voices_facet_count_fold()")  # what earlier imports left
 
 
 def drop_fold(apps, schema_editor):
