@@ -247,6 +247,24 @@ def commit_latency(url: str, commits: int = 50) -> dict[str, float]:
     return {"median_ms": statistics.median(took), "mean_ms": statistics.fmean(took)}
 
 
+def transactions_and_flushes(url: str) -> tuple[int, int]:
+    """(transactions committed in the database of ``url``, WAL flushes of the server):
+    read before and after some work, their differences count its commits, and its durable
+    commits, the ones that waited for the disk (a read-only transaction flushes nothing).
+    The flushes are the server's (``pg_stat_wal.wal_sync``): nothing else may write to it
+    meanwhile. An idle backend reports its statistics to these views within 10 s
+    (PostgreSQL's ``PGSTAT_IDLE_INTERVAL``): the reading waits for that first."""
+    import psycopg
+
+    time.sleep(11)
+    with psycopg.connect(url, autocommit=True) as connection:
+        committed = connection.execute(
+            "SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()"
+        ).fetchone()[0]
+        flushes = connection.execute("SELECT wal_sync FROM pg_stat_wal").fetchone()[0]
+    return committed, flushes
+
+
 def commit_latency_report(before: dict[str, float], after: dict[str, float]) -> str:
     return (
         f"  durable commit {before['median_ms']:.2f} / {before['mean_ms']:.2f} ms before, "

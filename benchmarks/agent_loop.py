@@ -63,6 +63,7 @@ from benchmarks._bench_db import (
     percentile,
     setup_django,
     source_revision,
+    transactions_and_flushes,
     write_results,
 )
 
@@ -214,6 +215,7 @@ def measure_turn(conversation, text: str, director) -> tuple[float, int]:
 
 def loop_mode(args) -> dict:
     from django.contrib.auth.models import User
+    from django.db import connection
 
     import providers
     from voices.models import Voice
@@ -230,9 +232,18 @@ def loop_mode(args) -> dict:
     owner, _ = User.objects.get_or_create(username="bench")
 
     measure_turn(new_conversation(owner), "warm-up", director)
+    conversations = [new_conversation(owner) for _ in range(args.runs)]
+    connection.close()  # its statistics reported, so the counts below are the runs' alone
+    before = transactions_and_flushes(args.database_url)
     per_run = [
-        measure_turn(new_conversation(owner), "Make the ad.", director) for _ in range(args.runs)
+        measure_turn(conversation, "Make the ad.", director) for conversation in conversations
     ]
+    connection.close()
+    after = transactions_and_flushes(args.database_url)
+    # measure_turn's own statements (the run's row, its read at the end): 2 transactions,
+    # 1 durable commit.
+    commits_per_run = (after[0] - before[0]) / args.runs - 2
+    durable_per_run = (after[1] - before[1]) / args.runs - 1
     ms_per_round = [ms / ROUNDS for ms, _ in per_run]
     queries_per_round = [q / ROUNDS for _, q in per_run]
 
@@ -259,6 +270,9 @@ def loop_mode(args) -> dict:
             "median": statistics.median(queries_per_round),
             "max": max(queries_per_round),
         },
+        "statements_per_run": statistics.median(q for _, q in per_run),
+        "commits_per_run": round(commits_per_run, 2),
+        "durable_commits_per_run": round(durable_per_run, 2),
         "long_conversation": {
             "turns": args.turns,
             "turn_1_median_ms": first,
@@ -277,6 +291,11 @@ def loop_mode(args) -> dict:
     print(
         f"  queries per round median {result['queries_per_round']['median']:.1f}   "
         f"max {result['queries_per_round']['max']:.1f}   (target <= 15)"
+    )
+    print(
+        f"  per run ({ROUNDS} rounds): {result['statements_per_run']:.0f} statements, "
+        f"{commits_per_run:.1f} transactions committed (reads included), "
+        f"{durable_per_run:.1f} durable commits (WAL flushes)"
     )
     print(
         f"  turn 1 {first:.1f} ms, turn {args.turns - 4}-{args.turns} {last:.1f} ms "
@@ -705,6 +724,7 @@ def main() -> None:
         return
     args.runs = args.runs or {"loop": 50, "commit": 30}.get(args.mode, 100)
     url = bench_database_url(args.database or DEFAULT_DATABASE)
+    args.database_url = url
     create_database(url)
     setup_django(url)
     disk_before = commit_latency(url)

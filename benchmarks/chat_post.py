@@ -98,6 +98,7 @@ def main() -> None:
     parser.add_argument("--ads", type=int, default=50, help="ads posted to in turn")
     parser.add_argument("--warmup", type=int, default=50, help="POSTs before the timing")
     parser.add_argument("--profile", action="store_true")
+    parser.add_argument("--profile-out", help="with --profile: write the stats to this file")
     parser.add_argument("--broker-url", default=BROKER)
     parser.add_argument("--cache-url", default=CACHE)
     args = parser.parse_args()
@@ -114,6 +115,8 @@ def main() -> None:
         for _ in range(args.posts):
             post()
         profiler.disable()
+        if args.profile_out:
+            profiler.dump_stats(args.profile_out)
         pstats.Stats(profiler).sort_stats("cumulative").print_stats(40)
         return
     per_post = []
