@@ -69,9 +69,9 @@ class ToolContext:
     run_id: uuid.UUID | None = None
     tool_call_id: str = ""
     # Where a writing tool stages its rows, to be written in one statement with the
-    # recording of its result, without a transaction; None: rows are written at once,
-    # inside the call's transaction. Holds this call's writes only: a failed handler's
-    # are discarded.
+    # recording of its step's results, without a transaction; None: rows are written at
+    # once, inside the call's transaction. Holds the step's earlier calls' rows too (a
+    # tool reads them there: ``Batch.staged``); a failed handler's own are discarded.
     batch: Batch | None = None
     # The ad's latest draft versions as the run knows them; None: they are read.
     draft_versions: DraftVersions | None = None

@@ -258,8 +258,11 @@ def create_sfx_draft(ctx: ToolContext, args: CreateSfxDraftArgs) -> ToolResult:
 
 
 def _check_after_voice(ctx: ToolContext, placements: list[SfxPlacementArgs]) -> None:
-    """An effect after a voice track names a track of the latest voice draft."""
-    voice_draft = draft_latest(ad=ctx.ad, kind=DraftKind.VOICES)
+    """An effect after a voice track names a track of the latest voice draft: one an
+    earlier call of the step staged, else the stored one."""
+    staged = ctx.batch.staged(Draft) if ctx.batch is not None else []
+    voices = [draft for draft in staged if draft.kind == DraftKind.VOICES]
+    voice_draft = voices[-1] if voices else draft_latest(ad=ctx.ad, kind=DraftKind.VOICES)
     track_count = len(voice_draft.payload.get("voiceTracks", [])) if voice_draft else 0
     for position, placement in enumerate(placements):
         if placement.type != "afterVoice":

@@ -151,6 +151,11 @@ class Batch:
         """Whether rows of ``model`` are staged."""
         return bool(self._rows.get(model))
 
+    def staged(self, model: type[Model]) -> list[Model]:
+        """The rows of ``model`` staged, in order: what a later call of the same step reads
+        before they are written."""
+        return list(self._rows.get(model, ()))
+
     @property
     def updated_rows(self) -> frozenset[tuple[type[Model], Any]]:
         """The (model, pk) of each row the batch updates."""

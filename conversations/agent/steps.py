@@ -13,7 +13,7 @@ from django.db import DatabaseError
 
 import providers
 from adstudio import observability
-from adstudio.db.batch import WriteConflict
+from adstudio.db.batch import BatchMark, WriteConflict
 from adstudio.db.connection import release_connection
 from adstudio.db.storable import without_nul
 from adstudio.tools import ToolContext
@@ -21,7 +21,7 @@ from conversations.agent.history import pair_calls_and_results
 from conversations.agent.prompts import FINAL_ANSWER_NUDGE, system_prompt
 from conversations.agent.state import Answer, CallModel, RunState, RunTools, Stop
 from conversations.agent.summary import standing_prompt_tokens
-from conversations.agent.tools import ToolOutcome, execute_tool_call, tool_specs
+from conversations.agent.tools import ToolOutcome, execute_tool_call, tool_specs, writes
 from conversations.models import Run, RunStatus, StopCause
 from conversations.record import log as run_log
 from conversations.record.log import ClaimLost, StepCancelled, TextEvents
@@ -161,9 +161,9 @@ def model_step(state: RunState, *, last_round: bool = False) -> RunTools | Answe
     events += [run_log.tool_call_started(call) for call in message.tool_calls]
     log.event(*events)
     if message.tool_calls:
-        # Stored with its first call's result (run_tools), in one write: a worker that
-        # stops in between has stored nothing of the step and asks the model again, as
-        # one that stops while it waits on the model does.
+        # Stored with its calls' results (run_tools), in one write: a worker that stops
+        # in between has stored nothing of the step and asks the model again, as one
+        # that stops while it waits on the model does.
         return RunTools(calls=message.tool_calls, message_seq=row.seq)
     if not (truncated or filtered):
         return Answer(text=message.text, staged=True)  # written by the finish (loop._execute)
@@ -186,27 +186,45 @@ def model_step(state: RunState, *, last_round: bool = False) -> RunTools | Answe
 
 def run_tools(state: RunState, step: RunTools) -> None:
     """Each call of the reply in turn. A tool stages its rows in the run's batch and returns
-    its outcome; the loop writes them with the call's result and events, one statement."""
+    its outcome; the step's results, their rows and events are written together when its
+    last call has run: one statement, one durable commit for the step, however many calls
+    the reply made. A worker that stops before it has stored nothing of the step, and the
+    resumed run calls them all again. A tool that only reads (``get_current_state``) after
+    one that wrote gets the step's writes so far written first, so it reads them."""
+    log = state.log
+    mark = log.batch.mark()
     for index, call in enumerate(step.calls):
-        mark = state.log.batch.mark()
-        try:
-            outcome = _call_tool(state, step, call)
-            _record_tool_result(state, call, outcome, is_last=index == len(step.calls) - 1)
-        except WriteConflict:
-            # The call's rows are discarded; the reply that made it is kept, so the
-            # resumed run calls the tool again without asking the model again.
-            state.log.batch.rollback_to(mark)
-            if state.draft_versions is not None:
-                state.draft_versions.forget()
-            state.log.write()
-            raise
-        if state.log.lost:
-            raise ClaimLost(f"run {state.run.pk} was claimed by another worker")
-        if state.log.cancelled:  # no later call runs, no model is asked again
-            state.planned = Stop(RunStatus.CANCELLED, StopCause.CANCELLED)
-            return
+        if index and not writes(call):
+            _write_step(state, mark)
+            if state.log.cancelled:
+                return
+            mark = log.batch.mark()
+        outcome = _call_tool(state, step, call)
+        _stage_tool_result(state, call, outcome, is_last=index == len(step.calls) - 1)
         if outcome.is_error:
             state.failures[call.name] += 1
+    _write_step(state, mark)
+
+
+def _write_step(state: RunState, mark: BatchMark) -> None:
+    """Write what the step staged since ``mark``. A ``WriteConflict`` (a tool read before a
+    concurrent writer committed) discards the calls' rows and results and keeps the reply
+    that made them, so the resumed run calls the tools again without asking the model."""
+    try:
+        # A lost claim or a draft refused for the run's cancel: nothing of the step was
+        # written; raised or planned below.
+        with suppress(ClaimLost, StepCancelled):
+            state.log.write()
+    except WriteConflict:
+        state.log.batch.rollback_to(mark)
+        if state.draft_versions is not None:
+            state.draft_versions.forget()
+        state.log.write()
+        raise
+    if state.log.lost:
+        raise ClaimLost(f"run {state.run.pk} was claimed by another worker")
+    if state.log.cancelled:  # no later call runs, no model is asked again
+        state.planned = Stop(RunStatus.CANCELLED, StopCause.CANCELLED)
 
 
 def _call_tool(state: RunState, step: RunTools, call: ToolCall) -> ToolOutcome:
@@ -230,10 +248,10 @@ def _call_tool(state: RunState, step: RunTools, call: ToolCall) -> ToolOutcome:
     return execute_tool_call(call, ctx)
 
 
-def _record_tool_result(
+def _stage_tool_result(
     state: RunState, call: ToolCall, outcome: ToolOutcome, *, is_last: bool
 ) -> None:
-    """Write the call's result, its events and the rows its tool staged, together."""
+    """Stage the call's result and its events beside the rows its tool staged."""
     state.append(
         ToolResultMessage(
             tool_call_id=call.id, name=call.name, content=outcome.text, is_error=outcome.is_error
@@ -243,12 +261,8 @@ def _record_tool_result(
     if outcome.draft is not None:
         events.append(run_log.draft_created(call, outcome.draft))
     state.log.event(*events)
-    if is_last:  # decided now, so its event is written with this result
+    if is_last:  # decided now, so its event is written with the step
         state.planned = plan_next(state)
-    # A lost claim (nothing of the call written) is not raised here but after the call
-    # (state.log.lost), as after a draft refused for the run's cancel (state.log.cancelled).
-    with suppress(ClaimLost, StepCancelled):
-        state.log.write()
 
 
 def _interrupted(state: RunState, text_stream: TextEvents, text: str) -> Stop:

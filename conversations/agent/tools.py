@@ -60,6 +60,12 @@ _BY_NAME = {tool.name: tool for tool in TOOLS}
 _AD_KEYS = ("adId", "ad_id", "adID")
 
 
+def writes(call: ToolCall) -> bool:
+    """Whether the call's tool writes (an unknown tool writes nothing)."""
+    tool = _BY_NAME.get(call.name)
+    return tool is not None and tool.writes
+
+
 @cache
 def tool_specs() -> tuple[ToolSpec, ...]:
     return tuple(
@@ -135,7 +141,7 @@ def execute_tool_call(call: ToolCall, ctx: ToolContext) -> ToolOutcome:
     a ``ToolError`` all come back as error results the model can act on.
 
     With the run's batch (``ctx.batch``) a writing handler only reads and stages its rows
-    there: the caller writes them with the call's result, in one statement, so they are
+    there: the caller writes them with the step's results, in one statement, so they are
     stored exactly when the result is. Without one, the handler runs in a transaction of
     its own. A handler that fails leaves nothing staged or written. A lost database
     connection and a ``WriteConflict`` (the handler read before a concurrent writer

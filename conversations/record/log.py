@@ -375,7 +375,7 @@ class RunLog:
 def interrupted_call_row(run: Run, *, provider: str, model: str) -> ModelCall | None:
     """The ``ModelCall`` row, not saved, of the call ``run``'s worker was waiting on when it
     died or lost the database, or whose reply it had not stored yet (a reply that calls
-    tools is stored with its first call's result); None when there was none or a row
+    tools is stored with its calls' results); None when there was none or a row
     records it already. The request was sent (its round's ``model_call.started`` is
     written before it) and may be paid for, but its round never ended and no row says
     so."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+from unittest.mock import ANY
 
 import psycopg
 import psycopg.types.json
@@ -766,6 +767,65 @@ def test_a_draft_tool_call_of_a_run_is_one_statement(fake_providers, en_ad):
     assert not any(s["sql"].startswith("SELECT 1 FROM drafts_ad") for s in statements)  # lock
     written = Draft.objects.get(ad=en_ad, version=2)
     assert written.parent_id == first.pk and written.run_id == run.pk
+
+
+def test_a_reply_s_calls_are_written_in_one_statement(fake_providers, en_ad, voices):
+    """The voice, music and effects drafts of one reply, their results and events, with the
+    reply: one statement, one durable commit for the step."""
+    fake_providers.script(*first_turn(voices, turn))
+    with CaptureQueriesContext(connection) as statements:
+        run = run_of(brief_send(request=RunRequest(ad=en_ad)))
+
+    assert run.status == "succeeded", run.error_message
+    writes = [s["sql"] for s in statements if 'INSERT INTO "drafts_draft"' in s["sql"]]
+    assert len(writes) == 1, writes
+    assert 'INSERT INTO "conversations_message"' in writes[0]
+    assert 'INSERT INTO "conversations_runevent"' in writes[0]
+    drafts = Draft.objects.filter(ad=en_ad)
+    assert sorted(drafts.values_list("kind", flat=True)) == ["music", "sfx", "voices"]
+    results = Message.objects.filter(run=run, role="tool", is_error=False)
+    assert sorted(results.values_list("name", flat=True)) == [
+        "create_music_draft",
+        "create_sfx_draft",
+        "create_voice_draft",
+        "search_voices",
+    ]
+
+
+def test_a_call_reads_what_an_earlier_call_of_its_reply_wrote(fake_providers, en_ad, voices):
+    """An effect placed after a voice line of the voice draft written in the same reply,
+    and the drafts' state read after it: both see the step's own drafts."""
+    one, two = (str(v.pk) for v in voices[:2])
+    tracks = [{"voiceId": one, "text": "Hello."}, {"voiceId": two, "text": "Goodbye."}]
+    after_second = {"type": "afterVoice", "index": 1}
+    fake_providers.script(
+        turn(
+            tool_calls=[
+                call("create_voice_draft", {"tracks": tracks}),
+                call(
+                    "create_sfx_draft",
+                    {"prompts": [{"description": "door", "placement": after_second}]},
+                ),
+                call("get_current_state", {}),
+            ]
+        ),
+        turn("Done."),
+    )
+    run = run_of(brief_send(request=RunRequest(ad=en_ad)))
+
+    assert run.status == "succeeded", run.error_message
+    results = {
+        m.name: (m.is_error, json.loads(m.text))
+        for m in Message.objects.filter(run=run, role="tool")
+    }
+    assert results["create_sfx_draft"][0] is False, results
+    assert results["get_current_state"] == (
+        False,
+        {
+            "sfx": {"versionId": "v1", "summary": ANY},
+            "voices": {"versionId": "v1", "summary": ANY},
+        },
+    )
 
 
 def test_a_draft_version_taken_meanwhile_is_read_again_and_the_next_one_written(
