@@ -188,9 +188,10 @@ def run_tools(state: RunState, step: RunTools) -> None:
     """Each call of the reply in turn. A tool stages its rows in the run's batch and returns
     its outcome; the step's results, their rows and events are written together when its
     last call has run: one statement, one durable commit for the step, however many calls
-    the reply made. A worker that stops before it has stored nothing of the step, and the
-    resumed run calls them all again. A tool that only reads (``get_current_state``) after
-    one that wrote gets the step's writes so far written first, so it reads them."""
+    the reply made. A worker that stops before then has stored nothing of the step, and the
+    resumed run asks the model again, as after a stop while it waited on the model. A tool
+    that only reads (``get_current_state``) after one that wrote gets the step's writes so
+    far written first, so it reads them."""
     log = state.log
     mark = log.batch.mark()
     for index, call in enumerate(step.calls):
