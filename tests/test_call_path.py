@@ -31,6 +31,6 @@ def test_a_chat_message_walks_down_to_its_draft_row(transactional_db, path, view
     assert (
         where.index("conversations/services.py chat_send")
         < where.index("conversations/tasks.py run_agent_task")
-        < where.index("conversations/agent/steps.py _record_tool_result")
+        < where.index("conversations/agent/steps.py _write_step")
     )
     assert counts(frames)["round_trips"] == 0, "\n".join(where)
