@@ -108,7 +108,14 @@ def test_renders_survive_their_worker_being_killed_mid_render(
     worker.start()
     try:
         renders = ask_for_renders(ad_with_versions, user, 8)
-        wait_for(lambda: Render.objects.filter(status="done").exists(), what="a render to be made")
+        # 2 s alone; beside the suite on a slow host a worker's start and first render
+        # took more than 30.
+        try:
+            wait_for(lambda: Render.objects.filter(status="done").exists(), timeout=90)
+        except AssertionError:
+            raise AssertionError(
+                f"no render made ({statuses(renders)}): {worker.log.read_text()[-3000:]}"
+            ) from None
         worker.kill()
         stuck = Render.objects.filter(status__in=UNFINISHED).count()
         worker.start()
