@@ -32,6 +32,7 @@ import tempfile
 import threading
 import time
 import uuid
+from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -719,8 +720,9 @@ def check_reload(stack: Stack, token: str) -> tuple[bool, str]:
     latencies = sorted(t for _, t in answers)
     p99 = latencies[int(0.99 * (len(latencies) - 1))]
     bar = time_bar("reload")
+    why = f" ({', '.join(f'{n} {s}' for s, n in Counter(failed).items())})" if failed else ""
     return not failed and p99 < bar, (
-        f"rolling reload under 20 paced clients: {len(failed)} failed of {len(answers)}, "
+        f"rolling reload under 20 paced clients: {len(failed)} failed of {len(answers)}{why}, "
         f"p99 {p99 * 1000:.0f} ms (bar 0 and < {bar:g} s)"
     )
 
