@@ -242,8 +242,8 @@ def _style_search_sql(query: VoiceQuery, limit: int) -> tuple[str, list[Any]]:
     (to the phrase asked and to its words) are each the first ``limit`` entries of an index
     in name order (``voice_search_style``, ``voice_search_use_case``), and the other word
     matches are read only when those are fewer than ``limit`` (a one-time filter:
-    PostgreSQL never starts that branch). The
-    conditions are the ORM's own, compiled once; only the query's shape is written here.
+    PostgreSQL never starts that branch). The conditions are the ORM's own, compiled once;
+    only the query's shape is written here.
     """
     filtered = _matching(replace(query, style_words=())).query
     compiler = filtered.get_compiler(connection=connection)
