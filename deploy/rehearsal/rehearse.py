@@ -392,22 +392,34 @@ class Stack:
             what="the balancer",
         )
 
-    def servers_up(self) -> dict[str, str]:
-        """haproxy's view of the web servers: {"web1": "UP", ...}."""
+    def balancer(self, command: str) -> str:
+        """haproxy's answer to one command on its admin socket."""
         import socket
 
         with socket.socket(socket.AF_UNIX) as stats:
             stats.connect(str(self.stats))
-            stats.sendall(b"show stat\n")
+            stats.sendall(command.encode() + b"\n")
             shown = b""
             while chunk := stats.recv(65536):
                 shown += chunk
-        states = {}
-        for line in shown.decode().splitlines():
-            parts = line.split(",")
-            if len(parts) > 17 and parts[0] == "adstudio" and parts[1].startswith("web"):
-                states[parts[1]] = parts[17]
-        return states
+        return shown.decode()
+
+    def _servers(self) -> dict[str, list[str]]:
+        """``show stat``'s row of each web server."""
+        rows = (line.split(",") for line in self.balancer("show stat").splitlines())
+        return {
+            row[1]: row
+            for row in rows
+            if len(row) > 17 and row[0] == "adstudio" and row[1].startswith("web")
+        }
+
+    def servers_up(self) -> dict[str, str]:
+        """haproxy's view of the web servers: {"web1": "UP", ...}."""
+        return {name: row[17] for name, row in self._servers().items()}
+
+    def sessions_on(self, host: str) -> int:
+        """The requests and streams the balancer has on ``host`` now (``scur``)."""
+        return int(self._servers()[host][4])
 
     def stop(self) -> None:
         self.network.down()
@@ -675,6 +687,32 @@ def check_clock(stack: Stack, api: Api) -> tuple[bool, str]:
     )
 
 
+def reload_drained(stack: Stack, host: str) -> None:
+    """docs/DEPLOYMENT.md's rolling reload of one web host: drained at the balancer (no new
+    requests; those it holds finish), out of the balancer while gunicorn's HUP replaces its
+    processes, back once the new ones answer. Reloaded in place instead, the requests sent
+    to it wait in its socket until a new process starts, and where that start outlasts two
+    health checks (4 s) the balancer marks the host down and cuts them."""
+    server = f"adstudio/{host}"
+    stack.balancer(f"set server {server} state drain")
+    wait_until(lambda: stack.sessions_on(host) == 0, timeout=70, what=f"{host} drained")
+    stack.balancer(f"set server {server} state maint")
+    log = stack.processes[host].log
+    booted = log.read_text(errors="replace").count("Application startup complete")
+    stack.processes[host].signal(signal.SIGHUP)
+    wait_until(
+        lambda: (
+            log.read_text(errors="replace").count("Application startup complete")
+            >= booted + WEB_WORKERS
+        ),
+        timeout=60,
+        what=f"{host}'s new workers",
+    )
+    stack.wait_web(host)
+    stack.balancer(f"set server {server} state ready")
+    wait_until(lambda: stack.servers_up()[host] == "UP", timeout=30, what=f"{host} back up")
+
+
 def check_reload(stack: Stack, token: str) -> tuple[bool, str]:
     import httpx
 
@@ -701,17 +739,7 @@ def check_reload(stack: Stack, token: str) -> tuple[bool, str]:
         client.start()
     time.sleep(3)
     for host in ("web1", "web2"):  # rolling: one host at a time, the next once it serves
-        log = stack.processes[host].log
-        booted = log.read_text(errors="replace").count("Application startup complete")
-        stack.processes[host].signal(signal.SIGHUP)
-        wait_until(
-            lambda log=log, booted=booted: (
-                log.read_text(errors="replace").count("Application startup complete")
-                >= booted + WEB_WORKERS
-            ),
-            timeout=60,
-            what=f"{host}'s new workers",
-        )
+        reload_drained(stack, host)
         time.sleep(3)
     stop.set()
     for client in clients:
