@@ -200,7 +200,11 @@ def run_tools(state: RunState, step: RunTools) -> None:
             if state.log.cancelled:
                 return
             mark = log.batch.mark()
-        outcome = _call_tool(state, step, call)
+        try:
+            outcome = _call_tool(state, step, call)
+        except WriteConflict:
+            _keep_only_the_reply(state, mark)
+            raise
         _stage_tool_result(state, call, outcome, is_last=index == len(step.calls) - 1)
         if outcome.is_error:
             state.failures[call.name] += 1
@@ -208,24 +212,29 @@ def run_tools(state: RunState, step: RunTools) -> None:
 
 
 def _write_step(state: RunState, mark: BatchMark) -> None:
-    """Write what the step staged since ``mark``. A ``WriteConflict`` (a tool read before a
-    concurrent writer committed) discards the calls' rows and results and keeps the reply
-    that made them, so the resumed run calls the tools again without asking the model."""
+    """Write what the step staged since ``mark``."""
     try:
         # A lost claim or a draft refused for the run's cancel: nothing of the step was
         # written; raised or planned below.
         with suppress(ClaimLost, StepCancelled):
             state.log.write()
     except WriteConflict:
-        state.log.batch.rollback_to(mark)
-        if state.draft_versions is not None:
-            state.draft_versions.forget()
-        state.log.write()
+        _keep_only_the_reply(state, mark)
         raise
     if state.log.lost:
         raise ClaimLost(f"run {state.run.pk} was claimed by another worker")
     if state.log.cancelled:  # no later call runs, no model is asked again
         state.planned = Stop(RunStatus.CANCELLED, StopCause.CANCELLED)
+
+
+def _keep_only_the_reply(state: RunState, mark: BatchMark) -> None:
+    """After a ``WriteConflict`` (a tool read before a concurrent writer committed): the
+    calls' rows and results staged since ``mark`` are discarded and the reply that made
+    them is written, so the resumed run calls the tools again without asking the model."""
+    state.log.batch.rollback_to(mark)
+    if state.draft_versions is not None:
+        state.draft_versions.forget()
+    state.log.write()
 
 
 def _call_tool(state: RunState, step: RunTools, call: ToolCall) -> ToolOutcome:

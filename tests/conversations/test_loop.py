@@ -828,14 +828,17 @@ def test_a_call_reads_what_an_earlier_call_of_its_reply_wrote(fake_providers, en
     )
 
 
+@pytest.mark.parametrize("beside", [False, True], ids=["alone", "beside-a-voice-draft"])
 def test_a_draft_version_taken_meanwhile_is_read_again_and_the_next_one_written(
-    fake_providers, en_ad
+    fake_providers, en_ad, voices, beside
 ):
     """A tool call's draft is numbered from a read without a lock. Another writer inserts
     music v1 between that read and the call's write (its transaction still open, so the
     read does not see it; the write waits on it); once it commits, the call's write is
     refused whole by the unique version constraint. The run takes itself again from what
-    is stored and calls the tool again: v2, after v1, and the model is not asked again."""
+    is stored and calls the tool again: v2, after v1, and the model is not asked again.
+    Beside another call of the same reply (a voice draft, written in the same statement),
+    that call is discarded with it and made again, once."""
     from tests.support.worker import database_url
 
     holder = psycopg.connect(database_url(), application_name="adstudio-test-draft-writer")
@@ -848,7 +851,13 @@ def test_a_draft_version_taken_meanwhile_is_read_again_and_the_next_one_written(
             [en_ad.pk, psycopg.types.json.Jsonb(payload_of(music("staff take")))],
         )
         threading.Thread(target=commit_once_blocked, daemon=True).start()
-        return turn(tool_calls=[call("create_music_draft", {"prompt": "warm acoustic pop"})])
+        tracks = [{"voiceId": str(voices[0].pk), "text": "Hello."}]
+        return turn(
+            tool_calls=[
+                *([call("create_voice_draft", {"tracks": tracks})] if beside else []),
+                call("create_music_draft", {"prompt": "warm acoustic pop"}),
+            ]
+        )
 
     def commit_once_blocked() -> None:
         with psycopg.connect(database_url(), autocommit=True) as watcher:
@@ -873,15 +882,18 @@ def test_a_draft_version_taken_meanwhile_is_read_again_and_the_next_one_written(
         holder.close()
 
     assert run.status == "succeeded", run.error_message
-    drafts = list(Draft.objects.filter(ad=en_ad).order_by("version"))
+    drafts = list(Draft.objects.filter(ad=en_ad, kind="music").order_by("version"))
     assert [(d.version, d.created_by, d.run_id) for d in drafts] == [
         (1, "user", None),
         (2, "llm", run.pk),
     ]
     assert drafts[1].parent_id == drafts[0].pk
-    tools = Message.objects.filter(conversation=run.conversation, role="tool")
+    voice_drafts = Draft.objects.filter(ad=en_ad, kind="voices")
+    assert list(voice_drafts.values_list("version", "run_id")) == ([(1, run.pk)] if beside else [])
+    tools = Message.objects.filter(conversation=run.conversation, role="tool").order_by("seq")
     assert [(m.name, m.is_error, json.loads(m.text)["versionId"]) for m in tools] == [
-        ("create_music_draft", False, "v2")
+        *([("create_voice_draft", False, "v1")] if beside else []),
+        ("create_music_draft", False, "v2"),
     ]
     assert len(fake_providers.requests) == 2  # the stored reply was not asked for again
     started = RunEvent.objects.filter(run=run, type="run.started").order_by("seq")
