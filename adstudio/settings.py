@@ -298,6 +298,9 @@ ADSTUDIO_MAX_MESSAGE_CHARS = env_int("ADSTUDIO_MAX_MESSAGE_CHARS", 4000, minimum
 # Threads per web process for the requests that compute (all but those following a run,
 # which wait in the event loop): adstudio.asgi.routing.
 ADSTUDIO_WEB_THREADS = env_int("ADSTUDIO_WEB_THREADS", 32, minimum=1)
+# Requests following a run whose views compute at once per web process (the others wait
+# their turn in the event loop): adstudio.asgi.routing.
+ADSTUDIO_WEB_STREAM_OPENINGS = env_int("ADSTUDIO_WEB_STREAM_OPENINGS", 8, minimum=1)
 # Seconds a request's body may take to arrive under ASGI: past it, 408 (adstudio.asgi.bodies).
 ADSTUDIO_BODY_READ_TIMEOUT = env_float("ADSTUDIO_BODY_READ_TIMEOUT", 30.0, minimum=0.1)
 # Streams (event streams, long polls, ui-chat streams) one user may have open at once,

@@ -9,10 +9,20 @@ adapters around synchronous middleware and views (docs/BENCHMARKS.md). So one pr
 serves both: a view says it waits on the loop (``waits_in_event_loop = True`` on its
 class) and its requests go to the ASGI handler; the others to the WSGI handler, run in a
 fixed pool of threads as gunicorn's threaded workers did.
+
+A waiting request still computes until its view has answered (authentication, the run's
+look-up, the stream's slot), in a thread of its own that Django's ASGI handler starts for
+it. So that a thousand streams opened at once (clients reconnecting to a restarted host)
+do not start a thousand threads contending for the interpreter and the database pool,
+with requests refused when none of them gets a connection within
+``ADSTUDIO_DB_POOL_TIMEOUT``, only ``openings`` of them compute at once; the others wait
+their turn in the event loop, holding nothing. A request's turn ends when its response
+starts: what it streams afterwards waits without a thread.
 """
 
 from __future__ import annotations
 
+import asyncio
 import functools
 from collections.abc import Callable
 
@@ -20,17 +30,38 @@ from django.urls import Resolver404, resolve
 
 
 class ByView:
-    def __init__(self, *, waiting: Callable, computing: Callable) -> None:
+    def __init__(self, *, waiting: Callable, computing: Callable, openings: int) -> None:
         self.waiting = waiting
         self.computing = computing
+        self.openings = asyncio.Semaphore(openings)
 
     async def __call__(self, scope: dict, receive: Callable, send: Callable) -> None:
         if scope["type"] == "http":
             path = scope["path"][len(scope.get("root_path", "")) :]
             if waits_in_event_loop(path):
-                await self.waiting(scope, receive, send)
+                await self._wait(scope, receive, send)
                 return
         await self.computing(scope, receive, send)  # and the lifespan messages
+
+    async def _wait(self, scope: dict, receive: Callable, send: Callable) -> None:
+        await self.openings.acquire()
+        opening = True
+
+        def opened() -> None:
+            nonlocal opening
+            if opening:
+                opening = False
+                self.openings.release()
+
+        async def send_once_opened(message: dict) -> None:
+            if message["type"] == "http.response.start":
+                opened()
+            await send(message)
+
+        try:
+            await self.waiting(scope, receive, send_once_opened)
+        finally:
+            opened()
 
 
 @functools.lru_cache(maxsize=4096)

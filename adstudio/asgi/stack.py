@@ -28,6 +28,7 @@ application = HealthCheckApp(
         ByView(
             waiting=django_asgi,
             computing=WSGIMiddleware(django_wsgi, workers=settings.ADSTUDIO_WEB_THREADS),
+            openings=settings.ADSTUDIO_WEB_STREAM_OPENINGS,
         ),
         # The ui-chat transport's (``ChatHistoryParser``): eight times the others'.
         max_bytes=lambda: 8 * settings.ADSTUDIO_MAX_BODY_BYTES,

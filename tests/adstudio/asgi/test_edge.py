@@ -187,3 +187,54 @@ def test_only_requests_that_follow_a_run_wait_in_the_event_loop(path, waits):
     from adstudio.asgi.routing import waits_in_event_loop
 
     assert waits_in_event_loop(path) is waits
+
+
+def test_only_so_many_waiting_requests_compute_at_once_until_their_response_starts():
+    """Streams opened at once compute (their views) ``openings`` at a time; one whose
+    response has started streams on without its turn, and the next begins."""
+    from adstudio.asgi.routing import ByView
+
+    computing_now, most = 0, 0
+    answer = asyncio.Event()  # the views answer when the test says
+    streamed = asyncio.Event()
+
+    async def waiting(scope, receive, send):
+        nonlocal computing_now, most
+        computing_now += 1
+        most = max(most, computing_now)
+        await answer.wait()
+        computing_now -= 1
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await streamed.wait()  # the stream's body, long after its turn ended
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+    async def computing(scope, receive, send):
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+    async def main() -> None:
+        app = ByView(waiting=waiting, computing=computing, openings=2)
+        sent: list[dict] = []
+
+        async def send(message):
+            sent.append(message)
+
+        def request(path: str):
+            scope = {"type": "http", "path": path, "root_path": ""}
+            return asyncio.create_task(app(scope, lambda: None, send))
+
+        streams = [request(f"/api/runs/{RUN}/events/stream") for _ in range(5)]
+        await asyncio.sleep(0.05)
+        assert (computing_now, most) == (2, 2)  # three wait their turn
+        await asyncio.wait_for(request(f"/api/runs/{RUN}"), 1)  # a computing one: no wait
+        answer.set()  # each view answers as its turn comes: all five start
+        for _ in range(50):
+            await asyncio.sleep(0.01)
+            if sum(m["type"] == "http.response.start" for m in sent) == 6:
+                break
+        assert sum(m["type"] == "http.response.start" for m in sent) == 6
+        assert most == 2 and not any(task.done() for task in streams)  # still streaming
+        streamed.set()
+        await asyncio.gather(*streams)
+
+    asyncio.run(main())
