@@ -737,13 +737,15 @@ def check_reload(stack: Stack, token: str) -> tuple[bool, str]:
     clients = [threading.Thread(target=paced) for _ in range(20)]
     for client in clients:
         client.start()
-    time.sleep(3)
-    for host in ("web1", "web2"):  # rolling: one host at a time, the next once it serves
-        reload_drained(stack, host)
+    try:
         time.sleep(3)
-    stop.set()
-    for client in clients:
-        client.join()
+        for host in ("web1", "web2"):  # rolling: one host at a time, the next once it serves
+            reload_drained(stack, host)
+            time.sleep(3)
+    finally:  # a reload that fails stops the clients too, so the rehearsal goes on
+        stop.set()
+        for client in clients:
+            client.join()
     failed = [s for s, _ in answers if s != 200]
     latencies = sorted(t for _, t in answers)
     p99 = latencies[int(0.99 * (len(latencies) - 1))]
