@@ -115,18 +115,26 @@ def django_db_setup(django_db_setup, django_db_blocker):
     millisecond a commit adds up over the suite's commits. What is proven durable is proven
     on private servers (tests/reliability), and that the product never turns the wait off
     itself, in tests/adstudio/db/test_batch.py. The shared gunicorn and worker connect
-    after this, so they commit the same way."""
+    after this, so they commit the same way. A transactional test's teardown empties the
+    database by ``tests.support.flush``, not Django's TRUNCATE."""
     from django.db import connections
     from django.db.backends.base.creation import TEST_DATABASE_PREFIX
 
+    from tests.support import flush
+
     with django_db_blocker.unblock():
-        for connection in connections.all():
-            if not connection.settings_dict["NAME"].startswith(TEST_DATABASE_PREFIX):
-                continue  # no test of this session uses the database: none was made
+        made = [
+            connection
+            for connection in connections.all()
+            # no test of this session uses another database: none was made
+            if connection.settings_dict["NAME"].startswith(TEST_DATABASE_PREFIX)
+        ]
+        for connection in made:
             with connection.cursor() as cursor:
                 name = connection.ops.quote_name(connection.settings_dict["NAME"])
                 cursor.execute(f"ALTER DATABASE {name} SET synchronous_commit TO off")
             connection.close()  # its next session takes the setting
+        flush.install(made)
     yield
 
 
