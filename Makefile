@@ -11,6 +11,11 @@ PYTHON ?= $(shell for p in python3.13 python3.12 python3 \
 	  "$$p" -c 'import sys; sys.exit(sys.version_info < (3, 12))' >/dev/null 2>&1 \
 	  && { command -v "$$p"; break; }; done)
 
+# Compiled modules are kept (__pycache__, which git ignores), whatever the environment
+# says: each of the hundred-odd servers and workers the suite starts would otherwise
+# compile the product again (0.2 s of CPU each), and each test process rewrite every test.
+unexport PYTHONDONTWRITEBYTECODE
+
 # The suite runs on the real services of this machine unless told otherwise.
 TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/adstudio
 TEST_REDIS_URL ?= redis://127.0.0.1:6379/15
