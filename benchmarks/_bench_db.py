@@ -61,6 +61,14 @@ def create_database(url: str) -> None:
 def setup_django(url: str) -> None:
     """Point Django at ``url``, migrate it and vacuum it.
 
+    Migrated by a process of its own, as a deployment migrates: ``migrate`` builds the
+    models of every migration's state, and Django counts each field it makes on the
+    ``Field`` class (``Field.creation_counter += 1``). Past 1,000 changes of a class,
+    CPython 3.13 stops caching attribute lookups on it and on its subclasses for the rest
+    of the process, so every field's attribute read would cost a walk of its classes in
+    the benchmark and in no web or worker process (docs/benchmarks/HISTORY.md, "The
+    loop's lost 12%").
+
     Every run of a benchmark leaves dead rows behind (a run's row is updated at each
     step). A production server's autovacuum clears them; where it is off (this
     machine's PostgreSQL has ``autovacuum = off``) they pile up from one invocation to
@@ -69,14 +77,18 @@ def setup_django(url: str) -> None:
     """
     os.environ["DATABASE_URL"] = url
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "adstudio.settings")
+    subprocess.run(
+        [sys.executable, "manage.py", "migrate", "--verbosity", "0", "--skip-checks"],
+        cwd=ROOT,
+        env=os.environ,
+        check=True,
+    )
     sys.path.insert(0, str(ROOT))
     import django
 
     django.setup()
-    from django.core.management import call_command
     from django.db import connection
 
-    call_command("migrate", verbosity=0, skip_checks=True)
     with connection.cursor() as cursor:
         cursor.execute("VACUUM ANALYZE")
 
