@@ -155,7 +155,7 @@ class RunEventsView(APIView):
             with closing(
                 follow_run_sync(run, **_waiting_once(after, wait), reader=reader)
             ) as follow:
-                happening = next(follow)
+                happening = next(filter(_news, follow))
         finally:
             slot.give_back()
         if isinstance(happening, End) and happening.error is not None:
@@ -221,9 +221,18 @@ def events_page(events: list[RunEvent], run_status: str, after: int) -> dict:
 
 
 def _waiting_once(after: int, wait: float) -> dict:
-    """A long poll follows its run for one wait: it answers with the first thing that
-    happens (events, or none when the wait ended)."""
+    """A long poll follows its run for one wait: it answers with the first news
+    (``_news``: events, or none when the wait ended)."""
     return {"after": after, "duration": wait, "keepalive": wait}
+
+
+def _news(happening: Happening) -> bool:
+    """What a long poll answers with: anything but a keep-alive. Within its wait a
+    keep-alive is an access re-check that found the reader still allowed (anyone's
+    change, or the listener reconnecting, has every wait check): the poll waits on, and
+    its reads then see the database as it is, gone or not. The wait's end comes as
+    ``End(DEADLINE)``."""
+    return not isinstance(happening, KeepAlive)
 
 
 def long_poll_page(run: Run, after: int, happening: Happening) -> dict:
@@ -253,7 +262,9 @@ def _long_poll_response(
 
     async def page() -> AsyncIterator[bytes]:
         async with aclosing(follow_run(run, **_waiting_once(after, wait), reader=reader)) as follow:
-            happening = await anext(follow)
+            async for happening in follow:
+                if _news(happening):
+                    break
         yield JSONRenderer().render(long_poll_page(run, after, happening))
 
     release_connection()

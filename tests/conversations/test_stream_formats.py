@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 
 import pytest
 from django.db import OperationalError, connections
@@ -215,6 +216,38 @@ def test_a_long_poll_that_waited_in_vain_is_an_empty_page(quiet_run):
         "events": [],
         "lastSeq": 0,
     }
+
+
+class ReaderStillAllowed(Reader):
+    """A reader whose wait an access change cut short once (another reader's, or the
+    wake-up listener reconnecting): the re-check finds them still allowed."""
+
+    def __init__(self) -> None:
+        super().__init__(allowed=True)
+        self.heard = 1
+
+    def changed(self) -> bool:
+        heard, self.heard = self.heard > 0, 0
+        return heard
+
+
+def test_a_long_poll_waits_on_after_a_recheck_that_found_its_reader_allowed(quiet_run):
+    """Not an empty page at once: its next read would not have seen a database going."""
+    started = time.monotonic()
+    page = _long_poll(quiet_run, after=0, wait=0.6, reader=ReaderStillAllowed())
+
+    assert time.monotonic() - started >= 0.6
+    assert page == {"runStatus": "queued", "events": [], "lastSeq": 0}
+
+
+def test_a_long_poll_served_by_a_thread_waits_on_after_such_a_recheck(api, quiet_run, monkeypatch):
+    monkeypatch.setattr(events_api, "ReaderAccess", lambda user, run_id: ReaderStillAllowed())
+    started = time.monotonic()
+
+    response = api.get(f"/api/runs/{quiet_run.pk}/events?after=0&wait=0.6")
+
+    assert time.monotonic() - started >= 0.6
+    assert response.json() == {"runStatus": "queued", "events": [], "lastSeq": 0}
 
 
 @pytest.mark.parametrize(
