@@ -126,7 +126,7 @@ def django_db_setup(django_db_setup, django_db_blocker):
         made = [
             connection
             for connection in connections.all()
-            # no test of this session uses another database: none was made
+            # the databases made for this session (none where no test of it needs one)
             if connection.settings_dict["NAME"].startswith(TEST_DATABASE_PREFIX)
         ]
         for connection in made:
