@@ -236,7 +236,7 @@ def _news(happening: Happening) -> bool:
 
 
 def long_poll_page(run: Run, after: int, happening: Happening) -> dict:
-    """The long poll's page for the first thing its follow yielded. Under ASGI its 200 is
+    """The long poll's page for the first news its follow yielded. Under ASGI its 200 is
     out when the database or the reader's access goes: the page says so, whole and in its
     shape (what was read for a reader who lost access is not sent)."""
     match happening:
