@@ -31,6 +31,7 @@ from benchmarks._bench_db import (
     bench_database_url,
     create_database,
     machine,
+    migrate,
     setup_django,
     write_results,
 )
@@ -62,7 +63,6 @@ def recreate_database(url: str) -> None:
     """Drop the benchmark's database and create it again, migrated and vacuumed as
     ``setup_django`` leaves it. Refuses (as PostgreSQL does) while another session uses it."""
     import psycopg
-    from django.core.management import call_command
     from django.db import connection
 
     connection.close()
@@ -78,7 +78,7 @@ def recreate_database(url: str) -> None:
             first_line = str(exc).splitlines()[0]
             sys.exit(f"Cannot drop {name} for --fresh: {first_line}; close those sessions first.")
     create_database(url)
-    call_command("migrate", verbosity=0, skip_checks=True)
+    migrate(url)
     with connection.cursor() as cursor:
         cursor.execute("VACUUM ANALYZE")
 
