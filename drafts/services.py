@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from django.db import connection, transaction
 from django.utils import timezone
 
-from adstudio.db.batch import Batch, insert_rows
+from adstudio.db.batch import Batch, insert_rows, new_row
 from adstudio.refusals import StateConflict
 from adstudio.text import clip_words
 from adstudio.tools import DraftVersions, StagedDraft
@@ -234,7 +234,7 @@ def draft_create(
             draft, created = _next_version(**fields)
         else:
             parent_id, parent_version = known
-            draft = Draft(version=(parent_version or 0) + 1, parent_id=parent_id, **fields)
+            draft = new_row(Draft, version=(parent_version or 0) + 1, parent_id=parent_id, **fields)
             created = True
         if created:
             batch.insert(draft)
@@ -265,7 +265,7 @@ def _next_version(**fields) -> tuple[Draft, bool]:
     )
     if replayed_id is not None:
         return Draft.objects.get(pk=replayed_id), False
-    return Draft(version=(parent_version or 0) + 1, parent_id=parent_id, **fields), True
+    return new_row(Draft, version=(parent_version or 0) + 1, parent_id=parent_id, **fields), True
 
 
 def _versions(

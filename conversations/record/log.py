@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import providers
-from adstudio.db.batch import Batch, Fence, insert_rows
+from adstudio.db.batch import Batch, Fence, insert_rows, new_row
 from adstudio.db.connection import release_connection
 from adstudio.db.storable import without_nul
 from adstudio.tools import WrittenDraft
@@ -190,7 +190,7 @@ class EventLog:
             )
             self._next = (last or 0) + 1
         rows = [
-            RunEvent(run_id=self.run.pk, seq=self._next + i, type=type, data=data)
+            new_row(RunEvent, run_id=self.run.pk, seq=self._next + i, type=type, data=data)
             for i, (type, data) in enumerate(events)
         ]
         self._next += len(rows)
@@ -277,7 +277,8 @@ class RunLog:
         """Stage ``message`` as the conversation's next row."""
         # Related rows by id: an instance set on a relation costs its descriptor here and
         # a check in the write, on every row.
-        row = MessageRow(
+        row = new_row(
+            MessageRow,
             conversation_id=self.conversation.pk,
             run_id=self.run.pk,
             seq=self.next_seq,
@@ -409,7 +410,8 @@ def _model_call_row(run: Run, round_no: int, attempt: providers.Attempt) -> Mode
     response: ModelResponse | None = attempt.response
     usage = response.usage if response else Usage()
     error = attempt.error
-    return ModelCall(
+    return new_row(
+        ModelCall,
         run_id=run.pk,
         round=round_no,
         attempt=attempt.attempt,

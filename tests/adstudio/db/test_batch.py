@@ -6,6 +6,7 @@ import uuid
 import warnings
 from datetime import datetime
 from decimal import Decimal
+from uuid import UUID
 from zoneinfo import ZoneInfo
 
 import pytest
@@ -14,7 +15,15 @@ from django.db import DEFAULT_DB_ALIAS, IntegrityError, connection, connections,
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from adstudio.db.batch import Add, Batch, WriteConflict, _as_text, _insert_template, _text_columns
+from adstudio.db.batch import (
+    Add,
+    Batch,
+    WriteConflict,
+    _as_text,
+    _insert_template,
+    _text_columns,
+    new_row,
+)
 from conversations.models import (
     Conversation,
     Message,
@@ -246,3 +255,79 @@ def test_rows_read_back_as_the_orm_wrote_them(run):
             assert getattr(by_batch, field.attname) == getattr(by_orm, field.attname), field.name
     assert (by_batch.tokens, by_batch.is_error) == (12, True)
     assert RunEvent.objects.get(run=run).data == ["t", 1]
+
+
+def _values(obj) -> dict:
+    """Every field's value, a random id (``uuid4``) as its type."""
+    return {
+        f.attname: UUID if f.default is uuid.uuid4 else getattr(obj, f.attname)
+        for f in type(obj)._meta.concrete_fields
+    }
+
+
+@pytest.mark.parametrize(
+    ("model", "values"),
+    [
+        (RunEvent, {"run_id": uuid.uuid4(), "seq": 3, "type": "text", "data": {"n": 1}}),
+        (Message, {"conversation_id": 7, "seq": 2, "role": "tool", "text": "ok"}),
+        (ModelCall, {"run_id": uuid.uuid4(), "round": 2, "provider": "p", "model": "m"}),
+        (Draft, {"ad_id": 3, "kind": "music", "version": 2, "payload": {"a": 1}}),
+        (RunEvent, {}),
+    ],
+)
+def test_a_new_row_is_the_instance_its_models_constructor_makes(model, values):
+    made = new_row(model, **values)
+
+    assert type(made) is model
+    assert _values(made) == _values(model(**values))
+    assert all(
+        isinstance(getattr(made, f.attname), uuid.UUID)
+        for f in model._meta.concrete_fields
+        if f.default is uuid.uuid4
+    )
+    assert (made._state.adding, made._state.db, made._state.fields_cache) == (True, None, {})
+
+
+def test_a_new_rows_mutable_defaults_are_its_own():
+    first, second = new_row(RunEvent, seq=1), new_row(RunEvent, seq=2)
+
+    first.data["x"] = 1
+    assert second.data == {}
+    assert Message._meta.get_field("tool_calls").default is list
+    assert new_row(Message).tool_calls is not new_row(Message).tool_calls
+
+
+def test_a_new_row_refuses_a_name_that_is_not_a_fields_attribute():
+    with pytest.raises(TypeError, match="RunEvent has no field run, sequence"):
+        new_row(RunEvent, run=None, sequence=1, seq=1)
+
+
+def test_a_model_with_init_receivers_is_made_by_its_constructor():
+    from django.db.models.signals import post_init
+
+    seen = []
+
+    def receiver(sender, instance, **kwargs):
+        seen.append(instance)
+
+    post_init.connect(receiver, sender=RunEvent)
+    try:
+        made = new_row(RunEvent, seq=4)
+    finally:
+        post_init.disconnect(receiver, sender=RunEvent)
+    assert seen == [made]
+    assert made.seq == 4
+
+
+def test_new_rows_are_written_and_read_back(run):
+    batch = Batch()
+    batch.insert(new_row(RunEvent, run_id=run.pk, seq=1, type="text", data={"t": "é"}))
+    batch.insert(
+        new_row(Message, conversation_id=run.conversation_id, run_id=run.pk, seq=1, role="user")
+    )
+    batch.write()
+
+    event = RunEvent.objects.get(run=run)
+    assert (event.seq, event.type, event.data) == (1, "text", {"t": "é"})
+    message = Message.objects.get(run=run)
+    assert (message.role, message.text, message.tool_calls, message.tokens) == ("user", "", [], 0)
