@@ -15,7 +15,7 @@ from operator import attrgetter
 from typing import Any
 
 from django.db import DEFAULT_DB_ALIAS, IntegrityError, connection, connections, transaction
-from django.db.models import DateField, DateTimeField, Field, Model
+from django.db.models import DateField, DateTimeField, Field, JSONField, Model
 from django.db.models.base import ModelState
 from django.db.models.fields import AutoFieldMixin
 from django.db.models.signals import post_init, pre_init
@@ -302,7 +302,12 @@ def _insert_template(model: type[Model]) -> tuple[tuple[Field, ...], str, str, s
     # A row's creation time is the database's (``auto_now_add``), whichever host writes it:
     # the rows of one run, written by hosts whose clocks disagree, stay in order.
     values = ", ".join(
-        "statement_timestamp()" if _created_at(f) else f"(r ->> {n})::{cast}"
+        "statement_timestamp()"
+        if _created_at(f)
+        # A JSON value is in the row as itself, not as its text: encoded and parsed once.
+        else f"NULLIF(r -> {n}, 'null')"
+        if _nested_json(f)
+        else f"(r ->> {n})::{cast}"
         for n, (f, cast) in enumerate(zip(fields, casts, strict=True))
     )
     return (
@@ -315,6 +320,12 @@ def _insert_template(model: type[Model]) -> tuple[tuple[Field, ...], str, str, s
 
 def _created_at(field: Field) -> bool:
     return isinstance(field, DateTimeField) and field.auto_now_add
+
+
+def _nested_json(field: Field) -> bool:
+    """Whether the field's values go into ``_insert_sql``'s JSON rows as JSON values (a
+    JSON column without an encoder of its own; its None is SQL NULL, as Django stores it)."""
+    return isinstance(field, JSONField) and field.encoder is None
 
 
 def _insert_sql(model: type[Model], rows: list[Model], *, fenced: bool = False) -> tuple[str, list]:
@@ -390,10 +401,21 @@ def _text_of(field: Field) -> Callable[[Any], str | None]:
         return lambda v: str(v) if type(v) is uuid.UUID else prepared(v)
     if kind == "DateTimeField":
         return lambda v: v.isoformat() if type(v) is datetime and v.tzinfo else prepared(v)
+    if _nested_json(field):
+        return lambda v: v if type(v) in _JSON_TYPES else _parsed(prepared(v))
     if kind == "JSONField":
-        dumps = json.dumps if target.encoder is None else partial(json.dumps, cls=target.encoder)
+        dumps = partial(json.dumps, cls=target.encoder)
         return lambda v: dumps(v) if type(v) in (dict, list) else prepared(v)
     return prepared
+
+
+# Values the rows' own JSON encoding writes as Django's JSONField would (None: null, which
+# the INSERT makes NULL).
+_JSON_TYPES = frozenset((dict, list, str, int, float, bool, type(None)))
+
+
+def _parsed(text: str | None) -> Any:
+    return None if text is None else json.loads(text)
 
 
 _INTEGER_KINDS = frozenset(

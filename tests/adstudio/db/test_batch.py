@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import uuid
 import warnings
 from datetime import datetime
@@ -21,6 +22,7 @@ from adstudio.db.batch import (
     WriteConflict,
     _as_text,
     _insert_template,
+    _nested_json,
     _text_columns,
     new_row,
 )
@@ -225,6 +227,8 @@ def test_each_value_is_written_as_the_fields_own_preparation_gives_it(model):
                 warnings.simplefilter("ignore", RuntimeWarning)  # the naive time
                 written = text(get(obj))  # pre_save may fill the value (auto_now_add)
                 expected = _as_text(field.get_db_prep_save(getattr(obj, field.attname), db))
+            if _nested_json(field):  # the value itself in the rows' JSON, not its text
+                expected = None if expected is None else json.loads(expected)
             assert written == expected, (field.name, value)
             compared += 1
     assert compared >= len(fields) * 2
@@ -255,6 +259,42 @@ def test_rows_read_back_as_the_orm_wrote_them(run):
             assert getattr(by_batch, field.attname) == getattr(by_orm, field.attname), field.name
     assert (by_batch.tokens, by_batch.is_error) == (12, True)
     assert RunEvent.objects.get(run=run).data == ["t", 1]
+
+
+def test_json_values_are_stored_as_the_orm_stores_them(run):
+    """A JSON column's value goes into the batch's rows as JSON itself: every kind of value
+    is stored as the ORM stores it, the same JSON type included (a string stays a string,
+    not a document)."""
+    samples = [
+        {"a": [1, 2.5, None, True, 'ไทย \\ "q" \n']},
+        [],
+        {},
+        "text",
+        '{"looks": "like JSON"}',
+        3,
+        -0.5,
+        False,
+        ("t", 1),
+        {"deep": [[[{"n": 1}]]]},
+    ]
+    batch = Batch()
+    batch.insert(
+        *(RunEvent(run=run, seq=n, type="text", data=value) for n, value in enumerate(samples, 1))
+    )
+    batch.write()
+    for n, value in enumerate(samples, len(samples) + 1):
+        RunEvent.objects.create(run=run, seq=n, type="text", data=value)
+
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT seq, data, jsonb_typeof(data) FROM conversations_runevent "
+            "WHERE run_id = %s ORDER BY seq",
+            [run.pk],
+        )
+        stored = cursor.fetchall()
+    by_batch, by_orm = stored[: len(samples)], stored[len(samples) :]
+    assert [row[1:] for row in by_batch] == [row[1:] for row in by_orm]
+    assert [row[2] for row in by_batch][3:5] == ["string", "string"]
 
 
 def _values(obj) -> dict:
