@@ -250,7 +250,7 @@ def new_row[M: Model](model: type[M], /, **values: Any) -> M:
     ``Batch``; a tenth of the cost: ``Model.__init__`` walks every field and its
     descriptors and sends two signals, and the agent loop stages about nine rows a round.
     A model with ``pre_init`` or ``post_init`` receivers is made by ``__init__``."""
-    attnames, defaults = _row_fields(model)
+    attnames, fixed, made = _row_fields(model)
     if pre_init.has_listeners(model) or post_init.has_listeners(model):
         return model(**values)
     unknown = values.keys() - attnames
@@ -259,7 +259,8 @@ def new_row[M: Model](model: type[M], /, **values: Any) -> M:
     obj = model.__new__(model)
     obj._state = ModelState()
     row = obj.__dict__
-    for attname, default in defaults:
+    row.update(fixed)
+    for attname, default in made:
         if attname not in values:
             row[attname] = default()
     row.update(values)
@@ -267,12 +268,18 @@ def new_row[M: Model](model: type[M], /, **values: Any) -> M:
 
 
 @cache
-def _row_fields(model: type[Model]) -> tuple[frozenset[str], tuple[tuple[str, Callable], ...]]:
-    """The attribute names of ``model``'s concrete fields, and each one's default maker."""
+def _row_fields(
+    model: type[Model],
+) -> tuple[frozenset[str], dict[str, Any], tuple[tuple[str, Callable], ...]]:
+    """The attribute names of ``model``'s concrete fields; the defaults that are one value
+    (``Field.get_default`` gives that same value every time); and the default makers of
+    the others (a callable default, a database default)."""
     fields = [f for f in model._meta.concrete_fields if f.column and not f.generated]
+    made = [f for f in fields if callable(f.default) or f.has_db_default()]
     return (
         frozenset(f.attname for f in fields),
-        tuple((f.attname, f.get_default) for f in fields),
+        {f.attname: f.get_default() for f in fields if f not in made},
+        tuple((f.attname, f.get_default) for f in made),
     )
 
 
