@@ -59,6 +59,6 @@ def test_one_channel_sends_many_messages_through_one_client_and_a_new_pool_gets_
             "after the fork",
             "and again",
         ]
-    finally:
-        plain.delete(QUEUE)
+    finally:  # the queue and the bindings kombu keeps of it
+        plain.delete(QUEUE, *plain.scan_iter(f"_kombu.binding*.{QUEUE}"))
         plain.close()
