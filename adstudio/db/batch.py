@@ -251,11 +251,13 @@ def new_row[M: Model](model: type[M], /, **values: Any) -> M:
     descriptors and sends two signals, and the agent loop stages about nine rows a round.
     A model with ``pre_init`` or ``post_init`` receivers is made by ``__init__``."""
     attnames, fixed, made = _row_fields(model)
-    if pre_init.has_listeners(model) or post_init.has_listeners(model):
+    if (pre_init.receivers or post_init.receivers) and (
+        pre_init.has_listeners(model) or post_init.has_listeners(model)
+    ):
         return model(**values)
-    unknown = values.keys() - attnames
-    if unknown:
-        raise TypeError(f"{model.__name__} has no field {', '.join(sorted(unknown))}")
+    if not attnames.issuperset(values):
+        unknown = ", ".join(sorted(values.keys() - attnames))
+        raise TypeError(f"{model.__name__} has no field {unknown}")
     obj = model.__new__(model)
     obj._state = ModelState()
     row = obj.__dict__
