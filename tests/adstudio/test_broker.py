@@ -33,6 +33,7 @@ def _publish(producer, text: str) -> None:
 
 
 def test_one_channel_sends_many_messages_through_one_client_and_a_new_pool_gets_a_new_one():
+    CountedRedis.made = 0
     plain = redis.Redis.from_url(REDIS_URL)
     plain.delete(QUEUE)
     queue = Queue(QUEUE, Exchange(QUEUE, type="direct"), routing_key=QUEUE)
