@@ -6,8 +6,13 @@ Each worker process has one thread that runs each registered sweep every ``inter
 seconds (with a random tenth either way, so the processes do not keep step), each in a
 transaction holding a PostgreSQL advisory lock of its own, taken without waiting: while
 one process sweeps, the others skip that turn. A dead process's lock ends with its
-transaction; what a sweep sends is sent once it commits. The apps register
-their sweeps (``register``); the worker starts the thread when it is ready (``start``).
+transaction; what a sweep sends is sent once it commits. A process that stops answering
+mid-sweep (its host cut off, the process frozen) would keep the lock as long as the server
+keeps its session: for a host cut off while the server's last reply was unacknowledged,
+the kernel's retransmissions, about fifteen minutes, during which no host sweeps. So the
+server ends a sweep's session once it has waited ``silent_limit`` for its next statement.
+The apps register their sweeps (``register``); the worker starts the thread when it is
+ready (``start``).
 """
 
 from __future__ import annotations
@@ -24,6 +29,11 @@ from django.db import DatabaseError, connection, transaction
 
 logger = logging.getLogger(__name__)
 
+# The least time the server waits for a sweep's next statement before it ends the session
+# (``Sweep.silent_limit``): a recovery sweep's statements follow each other within
+# milliseconds, so this is seconds of a process frozen, not a slow sweep.
+MIN_SILENT_LIMIT_S = 10.0
+
 
 @dataclass
 class Sweep:
@@ -36,6 +46,14 @@ class Sweep:
     def __post_init__(self) -> None:
         digest = hashlib.sha256(f"adstudio.sweep.{self.name}".encode()).digest()
         self.lock_key = int.from_bytes(digest[:8], "big", signed=True)
+
+    @property
+    def silent_limit(self) -> float:
+        """Seconds the server waits, inside the sweep's transaction, for its next statement
+        before it ends the session and the lock with it: the sweep's interval, a turn, and
+        at least ``MIN_SILENT_LIMIT_S`` (a prune that lists a bucket between its statements
+        has its hour)."""
+        return max(self.interval, MIN_SILENT_LIMIT_S)
 
 
 _sweeps: dict[str, Sweep] = {}
@@ -81,7 +99,7 @@ def sweep_once(sweep: Sweep) -> bool:
     that cannot be reached skips the turn (the next one tries again)."""
     try:
         with transaction.atomic():
-            if not _try_lock(sweep.lock_key):
+            if not _try_lock(sweep.lock_key, silent_limit=sweep.silent_limit):
                 return False
             sweep.run()
         return True
@@ -95,10 +113,16 @@ def sweep_once(sweep: Sweep) -> bool:
         connection.close()  # held for one sweep, not between sweeps
 
 
-def _try_lock(key: int) -> bool:
-    """The sweep's lock until the transaction ends, if no other process holds it."""
+def _try_lock(key: int, *, silent_limit: float) -> bool:
+    """The sweep's lock until the transaction ends, if no other process holds it; the
+    server ends the session if it waits ``silent_limit`` seconds for the next statement."""
     if connection.vendor != "postgresql":
         return True  # one process (the embedded default): nobody to exclude
     with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_try_advisory_xact_lock(%s)", [key])
-        return bool(cursor.fetchone()[0])
+        cursor.execute(
+            # set_config(..., true): for this transaction only, as SET LOCAL
+            "SELECT set_config('idle_in_transaction_session_timeout', %s, true), "
+            "pg_try_advisory_xact_lock(%s)",
+            [f"{round(silent_limit * 1000)}ms", key],
+        )
+        return bool(cursor.fetchone()[1])

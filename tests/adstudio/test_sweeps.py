@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 
 import pytest
 from django.db import OperationalError, connection
@@ -39,6 +40,55 @@ def test_two_processes_never_run_one_sweep_at_once():
     assert ran == ["first", "other"]
     assert sweep_once(sweep) is True  # the lock went with the first one's transaction
     assert ran == ["first", "other", "MainThread"]
+
+
+def test_a_process_gone_silent_mid_sweep_loses_the_sweeps_lock(monkeypatch, caplog):
+    """A process that stops answering inside a sweep (its host cut off, the process
+    frozen): the server ends its session after ``silent_limit``, and another process
+    takes the next turn, instead of waiting for the server to notice the silence."""
+    monkeypatch.setattr(sweeps, "MIN_SILENT_LIMIT_S", 0.5)
+    inside, release = threading.Event(), threading.Event()
+    first_result: list[bool] = []
+    ran: list[str] = []
+
+    def silent() -> None:
+        ran.append("first")
+        inside.set()
+        release.wait(20)  # holding the lock, sending nothing
+
+    sweep = Sweep("test-silent", 0.5, silent)
+    first = threading.Thread(target=lambda: first_result.append(sweep_once(sweep)))
+    first.start()
+    try:
+        assert inside.wait(10)
+        assert sweep_once(Sweep("test-silent", 0.5, lambda: ran.append("second"))) is False
+        started = time.monotonic()
+        while not sweep_once(Sweep("test-silent", 0.5, lambda: ran.append("second"))):
+            assert time.monotonic() - started < 10, "the silent process kept the sweep's lock"
+            time.sleep(0.1)
+    finally:
+        release.set()
+        first.join(10)
+
+    assert ran == ["first", "second"]
+    assert first_result == [False]  # its session was ended: nothing of its turn committed
+    assert "sweep test-silent skipped" in caplog.text
+
+
+def test_a_sweep_tells_the_server_how_long_it_may_be_silent():
+    seen: list[str] = []
+
+    def show() -> None:
+        with connection.cursor() as cursor:
+            cursor.execute("SHOW idle_in_transaction_session_timeout")
+            seen.append(cursor.fetchone()[0])
+
+    assert sweep_once(Sweep("test-recovery", 10.0, show)) is True
+    assert sweep_once(Sweep("test-hourly-prune", 3600.0, show)) is True
+    assert seen == ["10s", "1h"]
+    with connection.cursor() as cursor:  # for the sweep's transaction only
+        cursor.execute("SHOW idle_in_transaction_session_timeout")
+        assert cursor.fetchone()[0] == "0"
 
 
 def test_a_database_that_cannot_be_reached_skips_the_turn(caplog):
