@@ -607,13 +607,15 @@ def check_dead_worker(stack: Stack, api: Api) -> tuple[bool, str]:
     died = time.monotonic()
     kill_host("worker1")  # the host's power goes: no process closes anything
     stack.network.cut("worker1")
-    resumed_after = wait_until(
-        lambda: query("SELECT claims FROM conversations_run WHERE id = %s", run_id)[0][0] == 2,
-        timeout=120,
-        what="the run to be taken over",
-    )
-    stack.network.heal("worker1")
-    stack.start_worker("worker1")
+    try:
+        resumed_after = wait_until(
+            lambda: query("SELECT claims FROM conversations_run WHERE id = %s", run_id)[0][0] == 2,
+            timeout=120,
+            what="the run to be taken over",
+        )
+    finally:
+        stack.network.heal("worker1")
+        stack.start_worker("worker1")
     bar = time_bar("dead-worker")
     return resumed_after < bar, (
         f"the dead worker host's run resumed on worker2 after {resumed_after:.1f} s "
@@ -625,12 +627,16 @@ def check_partition(stack: Stack, api: Api) -> tuple[bool, str]:
     started = _run_on(stack, api, "worker1", "worker2", slow(40, once=True))
     run_id = uuid.UUID(started["runId"])
     stack.network.cut("worker1")
-    taken = wait_until(
-        lambda: query("SELECT claims FROM conversations_run WHERE id = %s", run_id)[0][0] == 2,
-        timeout=120,
-        what="the run to be taken over",
-    )
-    stack.network.heal("worker1")  # it comes back believing it holds the run
+    try:
+        taken = wait_until(
+            lambda: query("SELECT claims FROM conversations_run WHERE id = %s", run_id)[0][0] == 2,
+            timeout=120,
+            what="the run to be taken over",
+        )
+    finally:
+        # It comes back believing it holds the run (and healed whatever happened, so that
+        # the checks after this one do not run with a host cut off).
+        stack.network.heal("worker1")
     log = stack.processes["worker1"]
     stopped = wait_until(
         lambda: log.log_has(f"run {run_id} was taken over by another worker"),
@@ -835,7 +841,9 @@ def check_web_lost(stack: Stack, api: Api, token: str) -> tuple[bool, str]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--checks", default=",".join(CHECKS))
-    parser.add_argument("--keep", action="store_true", help="leave the work folder")
+    parser.add_argument(
+        "--keep", action="store_true", help="leave the work folder (a failure leaves it too)"
+    )
     parser.add_argument(
         "--slack", type=float, default=1.0, help="the time bars times this (a busy machine)"
     )
@@ -886,7 +894,8 @@ def main() -> int:
     finally:
         stack.stop()
         (work / "results.json").write_text(json.dumps(results, indent=2))
-        if args.keep:
+        failed = not results or not all(passed for passed, _ in results.values())
+        if args.keep or failed:  # a failure's logs are what explains it
             print(f"logs in {work}")
         else:
             shutil.rmtree(work, ignore_errors=True)
