@@ -227,16 +227,28 @@ def database_config(
 
 
 # TCP keepalives of every PostgreSQL connection, on both ends: a host that dies (power,
-# network) without closing its connections has its backends dropped by the server after
+# network) without closing its connections has its backends dropped by the server within
 # about a minute (idle 30 s, then 3 probes 10 s apart), instead of holding its share of
-# max_connections for hours (the kernel's default: 2 h idle); and a process notices a
-# database host that vanished as soon. Each can be overridden in DATABASE_URL's query
-# (?keepalives_idle=60, or ?options=-c tcp_keepalives_idle=60 for the server's side).
+# max_connections, and the locks of any transaction it had open, for hours (the kernel's
+# default: 2 h idle); and a process notices a database host that vanished as soon.
+# Keepalives probe only a connection with nothing unacknowledged: a host cut off while the
+# other end's data to it was in flight would be retransmitted to for about 15 minutes, so
+# ``tcp_user_timeout`` (ms) ends a connection whose data stays unacknowledged for 30 s.
+# Each can be overridden in DATABASE_URL's query (?keepalives_idle=60, or
+# ?options=-c tcp_keepalives_idle=60 for the server's side).
 KEEPALIVES = {
     "keepalives": 1,
     "keepalives_idle": 30,
     "keepalives_interval": 10,
     "keepalives_count": 3,
+    "tcp_user_timeout": 30000,
+}
+# The server's name of each (its settings, asked for in the connection's ``options``).
+_SERVER_NAMES = {
+    "keepalives_idle": "tcp_keepalives_idle",
+    "keepalives_interval": "tcp_keepalives_interval",
+    "keepalives_count": "tcp_keepalives_count",
+    "tcp_user_timeout": "tcp_user_timeout",
 }
 
 
@@ -244,10 +256,9 @@ def _keepalives(options: dict) -> None:
     for name, value in KEEPALIVES.items():
         options.setdefault(name, value)
     server = [
-        f"-c tcp_{name}={options[name]}"
-        for name in KEEPALIVES
-        if name != "keepalives"
-        if f"tcp_{name}" not in options.get("options", "")
+        f"-c {server_name}={options[name]}"
+        for name, server_name in _SERVER_NAMES.items()
+        if f"{server_name}=" not in options.get("options", "")
     ]
     if server:
         options["options"] = " ".join([options.get("options", ""), *server]).strip()

@@ -253,13 +253,18 @@ def test_database_connections_keep_alive_on_both_ends_unless_the_url_says_otherw
     options = settings_with({"DATABASE_URL": url})["DATABASES"]["default"]["OPTIONS"]
     assert (options["keepalives"], options["keepalives_idle"]) == (1, 30)
     assert (options["keepalives_interval"], options["keepalives_count"]) == (10, 3)
+    assert options["tcp_user_timeout"] == 30000
     assert options["options"] == (
-        "-c tcp_keepalives_idle=30 -c tcp_keepalives_interval=10 -c tcp_keepalives_count=3"
+        "-c tcp_keepalives_idle=30 -c tcp_keepalives_interval=10 -c tcp_keepalives_count=3 "
+        "-c tcp_user_timeout=30000"
     )
 
     tuned = settings_with({"DATABASE_URL": f"{url}?keepalives_idle=120"})
     options = tuned["DATABASES"]["default"]["OPTIONS"]
     assert options["keepalives_idle"] == 120 and "tcp_keepalives_idle=120" in options["options"]
+    server_side = settings_with({"DATABASE_URL": f"{url}?options=-c%20tcp_user_timeout=5000"})
+    options = server_side["DATABASES"]["default"]["OPTIONS"]["options"]
+    assert options.count("tcp_user_timeout") == 1 and "tcp_user_timeout=5000" in options
 
 
 @pytest.mark.django_db
@@ -270,6 +275,7 @@ def test_the_server_drops_a_dead_clients_connection_within_a_minute():
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT current_setting('tcp_keepalives_idle'), "
-            "current_setting('tcp_keepalives_interval'), current_setting('tcp_keepalives_count')"
+            "current_setting('tcp_keepalives_interval'), "
+            "current_setting('tcp_keepalives_count'), current_setting('tcp_user_timeout')"
         )
-        assert cursor.fetchone() == ("30", "10", "3")
+        assert cursor.fetchone() == ("30", "10", "3", "30000")  # the last in ms
