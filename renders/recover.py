@@ -73,21 +73,30 @@ def renders_recover() -> list[uuid.UUID]:
         Render.objects.filter(pk__in=unsent).update(enqueued_at=Now())
         for pk in taken_back + unsent:
             render_enqueue(pk)  # sent once the stamps are committed
-    removed = sum(files.prune(pk, below=claims + 1) for pk, claims in dead)
+        # Storage calls, made once the sweep commits: a slow bucket must not hold the
+        # sweep's transaction (and its lock) open, past the sweep's silent limit.
+        transaction.on_commit(lambda: _remove_dead_claims_files(dead))
     observability.renders_resent(len(taken_back), "lease_expired")
     observability.renders_resent(len(unsent), "message_lost")
     observability.renders_resent(len(give_up), "gave_up")
     if rows:
         logger.info(
             "recovery: %d render(s) taken back from dead workers, %d failed past %d "
-            "reclaims, %d lost message(s) sent again, %d orphan file(s) removed",
+            "reclaims, %d lost message(s) sent again",
             len(taken_back),
             len(give_up),
             RENDER_MAX_RECLAIMS,
             len(unsent),
-            removed,
         )
     return [pk for pk, _, _, _ in rows]
+
+
+def _remove_dead_claims_files(dead: list[tuple[uuid.UUID, int]]) -> None:
+    """The files of the dead claims (``files.prune`` never raises: what storage refuses now
+    is left to the render's next claim, which prunes the claims before it)."""
+    removed = sum(files.prune(pk, below=claims + 1) for pk, claims in dead)
+    if removed:
+        logger.info("recovery: %d orphan file(s) removed, of dead claims", removed)
 
 
 def render_files_prune() -> int:

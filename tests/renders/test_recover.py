@@ -11,6 +11,7 @@ from datetime import timedelta
 import pytest
 from django.core.files.base import ContentFile
 from django.core.files.storage import default_storage
+from django.db import transaction
 from django.db.models.functions import Now
 from django.utils import timezone
 from prometheus_client import REGISTRY
@@ -98,6 +99,20 @@ def test_a_dead_workers_render_is_taken_back_and_its_files_removed(
         "adstudio_render_files_removed_total", {"why": "stale_claim"}
     )
     assert removed == (removed_before or 0) + 4
+
+
+def test_a_dead_claims_files_are_removed_once_the_sweep_commits(make_render, media, sends):
+    """Storage calls wait for the sweep's commit: a slow bucket does not hold the sweep's
+    transaction, and its lock, open."""
+    dead = make_render(status="rendering", claims=2, lease_expires_at=ago(1))
+    left = put(f"renders/{dead.pk}/2.ogg")
+
+    with transaction.atomic():  # the sweep's transaction
+        assert renders_recover() == [dead.pk]
+        assert default_storage.exists(left)
+
+    assert not default_storage.exists(left)
+    assert Render.objects.get(pk=dead.pk).status == "queued"
 
 
 def test_a_render_that_kills_every_worker_fails_saying_so(make_render, media, tasks_executed):
