@@ -39,8 +39,10 @@ class PostgresServer:
     ``remove()`` it at the end. As root (CI), its programs run as the postgres user,
     since PostgreSQL refuses to run as root."""
 
-    def __init__(self, *, copy_of: Path | None = None) -> None:
-        """A new cluster, or a copy of ``copy_of`` (the data directory of a stopped one)."""
+    def __init__(self, *, copy_of: Path | None = None, also_listen_on: str = "") -> None:
+        """A new cluster, or a copy of ``copy_of`` (the data directory of a stopped one);
+        ``also_listen_on``: an address besides loopback (a network namespace's link)."""
+        self.listen = ",".join(filter(None, ["127.0.0.1", also_listen_on]))
         self.port = free_port()
         self.dir = Path(tempfile.mkdtemp(prefix="adstudio-pg-"))
         self.data = self.dir / "data"
@@ -89,6 +91,11 @@ class PostgresServer:
         raise RuntimeError(f"postgres exited early:\n{self.log.read_text()}")
 
     def _started(self, timeout: float) -> bool:
+        if self.listen != "127.0.0.1":  # clients on the other address's subnet are trusted too
+            hba = self.data / "pg_hba.conf"
+            if "\nhost all all samenet trust\n" not in hba.read_text():
+                with hba.open("a") as rules:
+                    rules.write("host all all samenet trust\n")
         command = self._command(
             str(_bin_dir() / "postgres"),
             "-D",
@@ -96,7 +103,7 @@ class PostgresServer:
             "-p",
             str(self.port),
             "-c",
-            "listen_addresses=127.0.0.1",
+            f"listen_addresses={self.listen}",
             "-c",
             f"unix_socket_directories={self.dir}",
             "-c",
