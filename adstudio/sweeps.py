@@ -33,6 +33,7 @@ logger = logging.getLogger(__name__)
 # (``Sweep.silent_limit``): a recovery sweep's statements follow each other within
 # milliseconds, so this is seconds of a process frozen, not a slow sweep.
 MIN_SILENT_LIMIT_S = 10.0
+_IDLE_IN_TRANSACTION_TIMEOUT = "25P03"  # the SQLSTATE of a session ended for it
 
 
 @dataclass
@@ -104,7 +105,14 @@ def sweep_once(sweep: Sweep) -> bool:
             sweep.run()
         return True
     except DatabaseError as exc:
-        logger.warning("sweep %s skipped: the database is unreachable (%s)", sweep.name, exc)
+        if getattr(exc.__cause__, "sqlstate", None) == _IDLE_IN_TRANSACTION_TIMEOUT:
+            logger.warning(
+                "sweep %s ended by the database: %g s without a statement (its silent limit)",
+                sweep.name,
+                sweep.silent_limit,
+            )
+        else:
+            logger.warning("sweep %s skipped: the database is unreachable (%s)", sweep.name, exc)
         return False
     except Exception:
         logger.exception("sweep %s failed", sweep.name)

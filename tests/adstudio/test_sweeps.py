@@ -72,7 +72,7 @@ def test_a_process_gone_silent_mid_sweep_loses_the_sweeps_lock(monkeypatch, capl
 
     assert ran == ["first", "second"]
     assert first_result == [False]  # its session was ended: nothing of its turn committed
-    assert "sweep test-silent skipped" in caplog.text
+    assert "sweep test-silent ended by the database: 0.5 s without a statement" in caplog.text
 
 
 def test_a_sweep_tells_the_server_how_long_it_may_be_silent():
