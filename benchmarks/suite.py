@@ -7,11 +7,12 @@
 ``make``: runs ``make TARGET`` (``test``, or ``test-fast``) in this checkout or in
 ``--tree`` (another checkout, e.g. an older commit's, to compare in the same minutes),
 ``--runs`` times one after the other, with ``--durations=25`` and a plugin that times
-every fixture's set-up (benchmarks/pytest_plugins/suite_timing.py). Prints, per run and
-as medians: the wall time of the command, pytest's own time, the outcome; then the
-slowest 25 set-ups, calls and teardowns of the last run and the fixtures whose set-ups
-cost most in all (summed over the test processes, so they may add up to more than the
-wall time). ``--hog`` keeps two busy loops running beside the suite, as a loaded machine
+every fixture's set-up and records each test's span and CPU
+(benchmarks/pytest_plugins/suite_timing.py). Prints, per run and as medians: the wall
+time of the command, pytest's own time, the outcome; then the slowest 25 set-ups, calls
+and teardowns of the last run, when each test process ran tests, the tests' CPU and the
+test files that cost the most, and the fixtures whose set-ups cost most in all (summed
+over the test processes, so they may add up to more than the wall time). ``--hog`` keeps two busy loops running beside the suite, as a loaded machine
 would. ``--processes`` sets ``TEST_PROCESSES`` (the Makefile's default: one per core).
 
 ``ci``: clones ``--ref`` of this repository into a new folder and times
@@ -93,9 +94,12 @@ def run_make(tree: Path, target: str, processes: str | None) -> dict:
         )
         wall = time.perf_counter() - started
         fixtures: dict[str, list[float]] = defaultdict(list)
+        tests: dict[str, list[dict]] = {}
         for path in Path(timing).glob("*.json"):
-            for name, seconds in json.loads(path.read_text()).items():
+            recorded = json.loads(path.read_text())
+            for name, seconds in recorded["fixtures"].items():
                 fixtures[name].extend(seconds)
+            tests[path.stem] = recorded["tests"]
     output = done.stdout + done.stderr
     summary = None
     for match in SUMMARY.finditer(output):
@@ -116,7 +120,41 @@ def run_make(tree: Path, target: str, processes: str | None) -> dict:
                    "max_s": round(max(seconds), 2)}
             for name, seconds in fixtures.items()
         },
+        "processes": where_the_time_went(tests),
     }  # fmt: skip
+
+
+def where_the_time_went(tests: dict[str, list[dict]], top: int = 15) -> dict:
+    """From the plugin's per-test records of each test process: when each process ran
+    tests (its first test's start to its last test's end, seconds after the earliest
+    start), the tests' CPU (their processes' own and what they started and reaped), and
+    the test files whose tests cost the most CPU."""
+    records = [record for process in tests.values() for record in process]
+    if not records:
+        return {}
+    first = min(record["start"] for record in records)
+    spans = {
+        process: {
+            "tests": len(rows),
+            "from_s": round(min(r["start"] for r in rows) - first, 1),
+            "to_s": round(max(r["end"] for r in rows) - first, 1),
+            "busy_s": round(sum(r["end"] - r["start"] for r in rows), 1),
+        }
+        for process, rows in sorted(tests.items())
+        if rows
+    }
+    by_file: dict[str, float] = defaultdict(float)
+    for record in records:
+        by_file[record["test"].split("::")[0]] += record["cpu_s"] + record["children_cpu_s"]
+    return {
+        "spans": spans,
+        "cpu_s": round(sum(r["cpu_s"] for r in records), 1),
+        "children_cpu_s": round(sum(r["children_cpu_s"] for r in records), 1),
+        "files": [
+            {"file": name, "cpu_s": round(cpu, 1)}
+            for name, cpu in sorted(by_file.items(), key=lambda kv: -kv[1])[:top]
+        ],
+    }
 
 
 def report_make(runs: list[dict], top: int = 15) -> None:
@@ -133,6 +171,21 @@ def report_make(runs: list[dict], top: int = 15) -> None:
     print("\nslowest 25 (last run):")
     for item in last["slowest"]:
         print(f"  {item['seconds']:6.2f} s {item['phase']:<8} {item['test']}")
+    processes = last.get("processes") or {}
+    if processes:
+        print("\ntest processes (last run; seconds after the first test's start):")
+        for name, span in processes["spans"].items():
+            print(
+                f"  {name}: {span['tests']} tests from {span['from_s']} to {span['to_s']} s, "
+                f"busy {span['busy_s']} s"
+            )
+        print(
+            f"tests' CPU: {processes['cpu_s']} s in the test processes, "
+            f"{processes['children_cpu_s']} s in the processes they started"
+        )
+        print("test files, most CPU (theirs and their processes'):")
+        for item in processes["files"]:
+            print(f"  {item['cpu_s']:7.1f} s  {item['file']}")
     print(f"\nfixture set-ups, most seconds in all (last run, top {top}):")
     ranked = sorted(last["fixtures"].items(), key=lambda kv: -kv[1]["total_s"])
     for name, cost in ranked[:top]:
