@@ -12,8 +12,9 @@ every fixture's set-up and records each test's span and CPU
 time of the command, pytest's own time, the outcome; then the slowest 25 set-ups, calls
 and teardowns of the last run, when each test process ran tests, the tests' CPU and the
 test files that cost the most, and the fixtures whose set-ups cost most in all (summed
-over the test processes, so they may add up to more than the wall time). ``--hog`` keeps two busy loops running beside the suite, as a loaded machine
-would. ``--processes`` sets ``TEST_PROCESSES`` (the Makefile's default: one per core).
+over the test processes, so they may add up to more than the wall time). ``--hog`` keeps
+two busy loops running beside the suite, as a loaded machine would. ``--processes`` sets
+``TEST_PROCESSES`` (the Makefile's default: one per core).
 
 ``ci``: clones ``--ref`` of this repository into a new folder and times
 ``CI=true bash .ci/run`` there, as CI runs it on a clean clone (the virtualenv, npm ci
