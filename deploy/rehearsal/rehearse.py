@@ -601,20 +601,28 @@ def _run_on(stack: Stack, api: Api, holder: str, other: str, context: str) -> di
     return started
 
 
-def check_dead_worker(stack: Stack, api: Api) -> tuple[bool, str]:
-    started = _run_on(stack, api, "worker1", "worker2", slow(120, once=True))
-    run_id = uuid.UUID(started["runId"])
-    died = time.monotonic()
-    kill_host("worker1")  # the host's power goes: no process closes anything
-    stack.network.cut("worker1")
+def _taken_over_while_cut(stack: Stack, host: str, run_id: uuid.UUID) -> float:
+    """Cut ``host`` off and wait until its run is claimed a second time (seconds); the host
+    is healed whatever the wait found, so the checks after this one have it back."""
+    stack.network.cut(host)
     try:
-        resumed_after = wait_until(
+        return wait_until(
             lambda: query("SELECT claims FROM conversations_run WHERE id = %s", run_id)[0][0] == 2,
             timeout=120,
             what="the run to be taken over",
         )
     finally:
-        stack.network.heal("worker1")
+        stack.network.heal(host)
+
+
+def check_dead_worker(stack: Stack, api: Api) -> tuple[bool, str]:
+    started = _run_on(stack, api, "worker1", "worker2", slow(120, once=True))
+    run_id = uuid.UUID(started["runId"])
+    died = time.monotonic()
+    kill_host("worker1")  # the host's power goes: no process closes anything
+    try:
+        resumed_after = _taken_over_while_cut(stack, "worker1", run_id)
+    finally:
         stack.start_worker("worker1")
     bar = time_bar("dead-worker")
     return resumed_after < bar, (
@@ -626,18 +634,8 @@ def check_dead_worker(stack: Stack, api: Api) -> tuple[bool, str]:
 def check_partition(stack: Stack, api: Api) -> tuple[bool, str]:
     started = _run_on(stack, api, "worker1", "worker2", slow(40, once=True))
     run_id = uuid.UUID(started["runId"])
-    stack.network.cut("worker1")
-    try:
-        taken = wait_until(
-            lambda: query("SELECT claims FROM conversations_run WHERE id = %s", run_id)[0][0] == 2,
-            timeout=120,
-            what="the run to be taken over",
-        )
-    finally:
-        # It comes back believing it holds the run (and healed whatever happened, so that
-        # the checks after this one do not run with a host cut off).
-        stack.network.heal("worker1")
-    log = stack.processes["worker1"]
+    taken = _taken_over_while_cut(stack, "worker1", run_id)
+    log = stack.processes["worker1"]  # healed, it comes back believing it holds the run
     stopped = wait_until(
         lambda: log.log_has(f"run {run_id} was taken over by another worker"),
         timeout=60,
