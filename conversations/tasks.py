@@ -42,8 +42,12 @@ def _load_at_worker_start(sender=None, **kwargs) -> None:
     load_encoding()
     logger.info("token encoding loaded in %.2f s", time.perf_counter() - started)
     started = time.perf_counter()
-    load_adapters()
-    logger.info("provider adapters loaded in %.2f s", time.perf_counter() - started)
+    loaded = load_adapters()
+    logger.info(
+        "provider adapters loaded in %.2f s: %s",
+        time.perf_counter() - started,
+        ", ".join(loaded) or "none (no provider has a key)",
+    )
 
 
 @celeryd_after_setup.connect

@@ -24,19 +24,30 @@ from providers.resilience import ProviderBinding
 logger = logging.getLogger(__name__)
 
 # The adapter for each wire format a profile may name, imported when a provider is first
-# built: the SDKs take about 1.6 s to import, which every management command (and the
-# admin, through its imports) would otherwise pay. Web and worker processes load them at
-# start-up instead (``load_adapters``), so no request or run waits for them.
+# built: the SDKs take about 1.6 s of CPU to import (Anthropic's 1.4), which every
+# management command (and the admin, through its imports) would otherwise pay. Web and
+# worker processes load those of the configured providers at start-up instead
+# (``load_adapters``), so no request or run waits for them.
 ADAPTERS: dict[str, str] = {
     CHAT_COMPLETIONS: "providers.openai_compat.OpenAICompatProvider",
     ANTHROPIC_MESSAGES: "providers.anthropic_messages.AnthropicProvider",
 }
 
 
-def load_adapters() -> None:
-    """Import every adapter, and with them the provider SDKs, now."""
-    for path in ADAPTERS.values():
+def configured_adapters() -> list[str]:
+    """The adapters a route of this process may build: those of the providers with a key
+    (``route`` skips the others, and the demo director needs no SDK)."""
+    wires = {profile.wire for name, profile in PROFILES.items() if is_configured(name)}
+    return [path for wire, path in ADAPTERS.items() if wire in wires]
+
+
+def load_adapters() -> list[str]:
+    """Import the configured providers' adapters, and with them their SDKs, now; returns
+    their paths. An adapter of a provider without a key is imported if it is ever built."""
+    paths = configured_adapters()
+    for path in paths:
         import_string(path)
+    return paths
 
 
 # Set by ``rerouted``: what every route of this context becomes (a recording or a replay).

@@ -16,6 +16,7 @@ import pytest
 from providers import ProviderUnavailable, get_provider, route
 from providers.demo import DemoProvider
 from providers.openai_compat import OpenAICompatProvider
+from providers.profiles import PROFILES
 
 ROUTES = {
     **dict.fromkeys(("th", "id", "vi", "es", "pt", "pl", "cs", "ro"), "qwen"),
@@ -203,13 +204,15 @@ print(repr(reports))
 
 
 def _sdks_imported_after(*codes: str) -> list[str]:
-    """For each of ``codes``, in a process of its own with the project's settings (all
-    started at once, forked from one that set Django up): "openai anthropic" as each is
-    in sys.modules after it, e.g. "False False"."""
+    """For each of ``codes``, in a process of its own with the project's settings and no
+    provider key in its environment (all started at once, forked from one that set Django
+    up): "openai anthropic" as each is in sys.modules after it, e.g. "False False"."""
     report = "print('openai' in sys.modules, 'anthropic' in sys.modules)"
+    key_names = {profile.key_env for profile in PROFILES.values()}
+    env = {name: value for name, value in os.environ.items() if name not in key_names}
     done = subprocess.run(
         [sys.executable, "-c", _FORKED, *(f"import sys; {code}; {report}" for code in codes)],
-        env={**os.environ, "DJANGO_SETTINGS_MODULE": "adstudio.settings"},
+        env={**env, "DJANGO_SETTINGS_MODULE": "adstudio.settings"},
         capture_output=True,
         text=True,
         timeout=120,
@@ -218,19 +221,39 @@ def _sdks_imported_after(*codes: str) -> list[str]:
     return ast.literal_eval(done.stdout.strip().splitlines()[-1])
 
 
+WORKER_START = "from conversations.tasks import _load_at_worker_start; _load_at_worker_start()"
+WARMED = "import threading; [t.join() for t in threading.enumerate() if t.name == 'warm-up']"
+
+
+def _with_keys(*providers: str) -> str:
+    """Code giving ``providers`` a key in the settings, as their variables would."""
+    entries = {name: {"api_key": "sk-test-not-a-real-key"} for name in providers}
+    return f"from django.conf import settings; settings.ADSTUDIO_PROVIDERS = {entries!r}"
+
+
 @pytest.mark.slow
 def test_the_provider_sdks_load_in_web_and_worker_processes_not_in_commands():
     """They take about 1.6 s to import: a management command (Django set up, the admin
     included) does without them; a worker loads them before its first run, and a web
     process in a thread of its own once it serves (a process a reload starts serves
-    sooner)."""
-    worker_start = "from conversations.tasks import _load_at_worker_start; _load_at_worker_start()"
-    warmed = "[t.join() for t in threading.enumerate() if t.name == 'warm-up']"
-    command, wsgi, asgi, worker = _sdks_imported_after(
-        "pass",
-        f"import adstudio.wsgi, threading; {warmed}",
-        f"from adstudio.asgi import application; import threading; {warmed}",
-        worker_start,
+    sooner). Only the configured providers' SDKs: Anthropic's alone is 1.4 s of CPU, and
+    a process whose providers all speak Chat Completions never builds its adapter."""
+    both = _with_keys("openai", "anthropic")
+    command, wsgi, asgi, worker, openai, qwen, anthropic, none = _sdks_imported_after(
+        both,
+        f"{both}; import adstudio.wsgi; {WARMED}",
+        f"{both}; from adstudio.asgi import application; {WARMED}",
+        f"{both}; {WORKER_START}",
+        f"{_with_keys('openai')}; {WORKER_START}",
+        f"{_with_keys('qwen', 'kimi')}; {WORKER_START}",
+        f"{_with_keys('anthropic')}; import adstudio.wsgi; {WARMED}",
+        WORKER_START,  # no key: the demo director
     )
     assert command == "False False"
     assert (wsgi, asgi, worker) == ("True True", "True True", "True True")
+    assert (openai, qwen, anthropic, none) == (
+        "True False",
+        "True False",
+        "False True",
+        "False False",
+    )
