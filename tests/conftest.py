@@ -60,8 +60,15 @@ def pytest_configure(config: pytest.Config) -> None:
     settings.WHITENOISE_USE_FINDERS = settings.WHITENOISE_AUTOREFRESH = True
 
 
-@pytest.hookimpl(tryfirst=True)  # before ``-m`` deselects by the marks given here
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]):
+    """Marks tests before the other plugins' hooks run (``-m`` deselects by these marks),
+    and orders them after (pytest-django's orders them by database use). The longest work
+    starts first, beside the rest, rather than last, when the suite would wait for it
+    alone: the tests of several minutes, then the groups of one process each, then the
+    tests that start processes, then the quick ones (pytest-xdist hands work out in this
+    order: ``--no-loadscope-reorder``). Each test owns its data, whatever ran before it in
+    its process: transactional tests need not run after the others."""
     duplicated = [nodeid for nodeid, n in Counter(i.nodeid for i in items).items() if n > 1]
     if duplicated:
         # pytest-xdist schedules by node id: all but one of the duplicates would not run.
@@ -73,9 +80,14 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         for fixture, group in SHARED_PROCESS_FIXTURES.items():
             if fixture in fixtures and not item.get_closest_marker("xdist_group"):
                 item.add_marker(pytest.mark.xdist_group(group))
-    # The longest tests start first, beside the others, rather than last, when the suite
-    # would wait for them alone (pytest-xdist hands tests out in this order).
-    items.sort(key=lambda item: not item.get_closest_marker("first"))
+    yield
+    items.sort(
+        key=lambda item: (
+            not item.get_closest_marker("first"),
+            not item.get_closest_marker("xdist_group"),
+            not item.get_closest_marker("slow"),
+        )
+    )
 
 
 @pytest.fixture(autouse=True)
