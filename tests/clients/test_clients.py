@@ -1,6 +1,6 @@
 """The web client's real packages against a live server: the AI SDK's chat transport and
 validators (`ai` 6), a TypeScript client generated from /api/schema/ (openapi-typescript,
-openapi-fetch, `tsc --noEmit`) and a real EventSource (`eventsource`).
+openapi-fetch, `tsc`) and a real EventSource (`eventsource`).
 
 The server is the suite's shared gunicorn and Celery worker on the test database, with
 the local OpenAI-compatible server as the provider. Node scripts in this folder drive it and assert
@@ -124,15 +124,7 @@ def test_a_generated_typescript_client_type_checks_and_runs_the_story(node, live
         timeout=120,
     )
     assert schema.returncode == 0, schema.stdout + schema.stderr
-    check = subprocess.run(
-        [str(npx / "tsc"), "--noEmit", "-p", "tsconfig.json"],
-        cwd=HERE,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert check.returncode == 0, check.stdout + check.stderr
-    build = subprocess.run(
+    build = subprocess.run(  # type-checked as it is built: tsc fails on any error
         [str(npx / "tsc"), "-p", "tsconfig.json"],
         cwd=HERE,
         capture_output=True,
