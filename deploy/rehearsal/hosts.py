@@ -13,6 +13,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from testbed.lifetime import tethered
+
 NET = "10.77.0"
 PREFIX = "adst-"
 SWITCH = f"{PREFIX}sw"
@@ -106,7 +108,13 @@ class Process:
     process: subprocess.Popen | None = field(default=None, init=False)
 
     def start(self) -> Process:
-        command = ["runuser", "-u", self.user, "--", *self.command] if self.user else self.command
+        """Started in its host; it dies with the thread that starts it, as the suite's
+        servers do (``testbed.lifetime``): a rehearsal killed (a CI timeout, Ctrl-C) leaves
+        no host's process behind. Under ``runuser``, which forks, the program is tethered
+        to it in turn."""
+        command = tethered(self.command)
+        if self.user:
+            command = tethered(["runuser", "-u", self.user, "--", *command])
         with self.log.open("a") as out:
             self.process = subprocess.Popen(
                 inside(self.host, *command),

@@ -42,6 +42,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from hosts import Network, Process, address, enter, inside, kill_host, run, wait_until  # noqa: E402
 
+from testbed.lifetime import tethered  # noqa: E402
+
 CHECKS = ("story", "cancel", "dead-worker", "partition", "clock", "reload", "redis", "web-lost")
 # The time bars, for a quiet machine; ``--slack`` multiplies them on a busy one (the suite
 # runs the rehearsal beside its other tests).
@@ -261,7 +263,9 @@ class Stack:
         s3 = S3Server(url=f"http://{db}:9000")
         wait_until(lambda: s3.client().create_bucket(Bucket=self.bucket), timeout=30, what="S3")
         director = subprocess.Popen(
-            inside("db", PYTHON, str(Path(__file__).parent / "director.py"), "--host", db),
+            inside(
+                "db", *tethered([PYTHON, str(Path(__file__).parent / "director.py"), "--host", db])
+            ),
             stdout=subprocess.PIPE,
             text=True,
             start_new_session=True,
@@ -297,7 +301,7 @@ class Stack:
 
     def manage(self, host: str, *args: str) -> str:
         done = subprocess.run(
-            inside(host, PYTHON, "manage.py", *args),
+            inside(host, *tethered([PYTHON, "manage.py", *args])),
             cwd=ROOT,
             env=self.env(host),
             capture_output=True,
@@ -320,6 +324,9 @@ class Stack:
                 "adstudio.asgi:application",
                 "--worker-class",
                 "uvicorn_worker.UvicornWorker",
+                # Its workers die with it (uvicorn's do not notice a dead master).
+                "--config",
+                "python:testbed.gunicorn_tethered",
             ],
             self.env(host),
             self.work / f"{host}.log",
