@@ -14,14 +14,16 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+FIRST = "test_the_rehearsal_of_several_hosts_passes_every_check"  # minutes, no database
 # Of the private-PostgreSQL group (the ``@group`` suffix is pytest-xdist's, not collected).
 GROUPED = "test_renders_in_flight_survive_postgres_stopped"
 FILES = (
     "tests/voices/test_languages.py",  # quick, no database
     "tests/renders/test_faults.py",  # tests that start processes, one of a group
     "tests/reliability/test_resume_limit.py",  # a test that starts processes
-    "tests/test_rehearsal.py",  # several minutes, no database
+    "tests/test_rehearsal.py",  # the rehearsal, and a test that starts processes
 )
+SLOW_FILES = ("test_faults.py", "test_resume_limit.py", "test_rehearsal.py")
 
 
 @pytest.mark.slow
@@ -38,11 +40,11 @@ def test_the_longest_work_is_collected_first():
     order = [line for line in done.stdout.splitlines() if "::" in line]
     kinds = [
         "first"
-        if "test_rehearsal" in test
+        if test.endswith(FIRST)
         else "group"
         if test.endswith(GROUPED)
         else "slow"
-        if "test_faults" in test or "test_resume_limit" in test
+        if test.split("::")[0].endswith(SLOW_FILES)
         else "quick"
         for test in order
     ]
