@@ -8,6 +8,7 @@ import contextlib
 import importlib.util
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -68,7 +69,7 @@ def _programs(host: str) -> list[str]:
 
 
 # A rehearsal (this process's child) that starts a host's programs, as its own and under
-# runuser, prints their process group and waits to be killed.
+# runuser, prints their process ids and waits to be killed.
 _HOST_PROGRAMS = """
 import sys, time
 from pathlib import Path
@@ -92,15 +93,15 @@ def test_a_killed_rehearsal_leaves_no_hosts_program_running(tmp_path):
         pytest.skip("needs root, iproute2 and util-linux's setpriv (network namespaces)")
     host = f"tether{os.getpid()}"
     hosts.run("ip", "netns", "add", f"{hosts.PREFIX}{host}")
+    code = _HOST_PROGRAMS.format(
+        root=str(ROOT), host=host, log=str(tmp_path / "host.log"), path=os.environ["PATH"]
+    )
+    rehearsal = subprocess.Popen(
+        tethered([sys.executable, "-c", code]), stdout=subprocess.PIPE, text=True
+    )
     try:
-        code = _HOST_PROGRAMS.format(
-            root=str(ROOT), host=host, log=str(tmp_path / "host.log"), path=os.environ["PATH"]
-        )
-        rehearsal = subprocess.Popen(
-            [sys.executable, "-c", code], stdout=subprocess.PIPE, text=True
-        )
-        groups = [int(pid) for pid in rehearsal.stdout.readline().split()]
-        assert len(groups) == 2, (tmp_path / "host.log").read_text()
+        started = rehearsal.stdout.readline().split()
+        assert len(started) == 2, (tmp_path / "host.log").read_text()
         # Running (setpriv has armed the signal once it has started the program): the
         # program, and runuser with the program it started.
         deadline = time.monotonic() + 10
@@ -116,8 +117,10 @@ def test_a_killed_rehearsal_leaves_no_hosts_program_running(tmp_path):
             time.sleep(0.05)
         assert _programs(host) == [], "still running in the host"
     finally:
+        rehearsal.kill()
+        rehearsal.wait(timeout=10)
         for pid in hosts.run(
             "ip", "netns", "pids", f"{hosts.PREFIX}{host}", check=False
         ).stdout.split():
-            os.kill(int(pid), 9)
+            os.kill(int(pid), signal.SIGKILL)
         hosts.run("ip", "netns", "del", f"{hosts.PREFIX}{host}", check=False)
