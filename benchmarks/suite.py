@@ -11,8 +11,10 @@ every fixture's set-up and records each test's span and CPU
 (benchmarks/pytest_plugins/suite_timing.py). Prints, per run and as medians: the wall
 time of the command, pytest's own time, the outcome; then the slowest 25 set-ups, calls
 and teardowns of the last run, when each test process ran tests, the tests' CPU and the
-test files that cost the most, and the fixtures whose set-ups cost most in all (summed
-over the test processes, so they may add up to more than the wall time). ``--hog`` keeps
+test files that cost the most, the CPU of the suite's processes by kind (its test
+processes, workers, web servers, databases, Chromium, node: benchmarks/process_cpu.py),
+and the fixtures whose set-ups cost most in all (summed over the test processes, so they
+may add up to more than the wall time). ``--hog`` keeps
 two busy loops running beside the suite, as a loaded machine would. ``--processes`` sets
 ``TEST_PROCESSES`` (the Makefile's default: one per core).
 
@@ -41,6 +43,8 @@ from collections import defaultdict
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
+
+from benchmarks.process_cpu import ProcessCPU
 
 ROOT = Path(__file__).resolve().parent.parent
 PLUGINS = ROOT / "benchmarks" / "pytest_plugins"
@@ -90,9 +94,10 @@ def run_make(tree: Path, target: str, processes: str | None) -> dict:
         if processes is not None:
             env["TEST_PROCESSES"] = processes
         started = time.perf_counter()
-        done = subprocess.run(
-            ["make", target], cwd=tree, env=env, capture_output=True, text=True, timeout=3600
-        )
+        with ProcessCPU(os.getpid()) as polled:
+            done = subprocess.run(
+                ["make", target], cwd=tree, env=env, capture_output=True, text=True, timeout=3600
+            )
         wall = time.perf_counter() - started
         fixtures: dict[str, list[float]] = defaultdict(list)
         tests: dict[str, list[dict]] = {}
@@ -122,6 +127,7 @@ def run_make(tree: Path, target: str, processes: str | None) -> dict:
             for name, seconds in fixtures.items()
         },
         "processes": where_the_time_went(tests),
+        "cpu_by_kind": polled.by_kind(),
     }  # fmt: skip
 
 
@@ -187,6 +193,12 @@ def report_make(runs: list[dict], top: int = 15) -> None:
         print("test files, most CPU (theirs and their processes'):")
         for item in processes["files"]:
             print(f"  {item['cpu_s']:7.1f} s  {item['file']}")
+    by_kind = last.get("cpu_by_kind") or {}
+    if by_kind:
+        total = sum(kind["cpu_s"] for kind in by_kind.values())
+        print(f"\nCPU by kind of process (last run, /proc polled): {total:.0f} s in all")
+        for name, kind in by_kind.items():
+            print(f"  {kind['cpu_s']:7.1f} s  {kind['processes']:4d} processes  {name}")
     print(f"\nfixture set-ups, most seconds in all (last run, top {top}):")
     ranked = sorted(last["fixtures"].items(), key=lambda kv: -kv[1]["total_s"])
     for name, cost in ranked[:top]:

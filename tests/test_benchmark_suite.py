@@ -3,6 +3,13 @@ its pytest plugin writes in each test process."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
+import pytest
+
+from benchmarks.process_cpu import ProcessCPU, kind_of
 from benchmarks.suite import where_the_time_went
 
 
@@ -38,3 +45,42 @@ def test_spans_cpu_and_the_costliest_files():
 def test_no_records_is_nothing_to_say():
     assert where_the_time_went({}) == {}
     assert where_the_time_went({"gw0": []}) == {}
+
+
+@pytest.mark.parametrize(
+    ("command", "kind"),
+    [
+        (["postgres: postgres test_adstudio_gw0 127.0.0.1(5000) idle"], "PostgreSQL"),
+        (["/usr/lib/postgresql/15/bin/postgres", "-D", "/tmp/data"], "PostgreSQL"),
+        ([".venv/bin/python", "-m", "celery", "-A", "adstudio", "worker", "-P", "threads"],
+         "Celery worker"),
+        ([".venv/bin/python", "-m", "gunicorn", "adstudio.asgi:application"], "gunicorn"),
+        (["/usr/lib/chromium/chromium", "--headless"], "Chromium"),
+        (["/proc/self/exe", "--type=utility"], "Chromium"),
+        (["/usr/bin/node", "node_modules/.bin/tsc", "-p", "tsconfig.json"], "node"),
+        ([".venv/bin/python", "manage.py", "collectstatic"], "manage.py collectstatic"),
+        ([".venv/bin/python", "-c", "import sys;exec(eval(sys.stdin.readline()))"],
+         "test processes"),
+        ([".venv/bin/python", "-m", "testbed.fake_s3", "--port", "9000"], "testbed.fake_s3"),
+        ([".venv/bin/python", "deploy/rehearsal/rehearse.py", "--quick"], "rehearsal"),
+        (["redis-server", "*:6390"], "redis-server"),
+        ([], "other"),
+    ],
+)  # fmt: skip
+def test_each_process_is_named_by_its_kind(command, kind):
+    assert kind_of(command) == kind
+
+
+@pytest.mark.slow
+def test_the_cpu_of_a_commands_processes_is_counted_by_kind():
+    """A child spending 1 s of CPU is counted, nearly all of it (a poll's worth may be
+    lost as it exits); the machine's other processes (the shared PostgreSQL, the other
+    test processes, all busy meanwhile) are not."""
+    spin = "import time\nstart = time.process_time()\nwhile time.process_time() - start < 1: pass"
+    with ProcessCPU(os.getpid(), every=0.05) as polled:
+        subprocess.run([sys.executable, "-c", spin], check=True)
+
+    counted = polled.by_kind()
+    assert list(counted) == ["other Python"], counted
+    assert counted["other Python"]["processes"] == 1
+    assert 0.8 <= counted["other Python"]["cpu_s"] <= 1.2, counted
