@@ -22,7 +22,7 @@ def kind_of(command: list[str]) -> str:
     """The kind of process a command line is, as the suite's account names it."""
     if not command:
         return "other"
-    program = Path(command[0]).name
+    program = Path(command[0].split(" ")[0]).name  # a server may rewrite its title in one
     joined = " ".join(command)
     if command[0].startswith("postgres:") or program == "postgres":
         return "PostgreSQL"
@@ -115,8 +115,13 @@ class ProcessCPU:
         for pid in self._ours.keys() & found.keys():
             _parent, cpu, identity = found[pid]
             # Read each time: a process first seen between its fork and its exec (setpriv's,
-            # say) is named by the program it became.
-            self.seen[identity] = [kind_of(_command(str(pid))), cpu]
+            # say) is named by the program it became; an exited one not yet reaped has no
+            # command line left and keeps its name.
+            command = _command(str(pid))
+            if identity not in self.seen or command:
+                self.seen[identity] = [kind_of(command), cpu]
+            else:
+                self.seen[identity][1] = cpu
 
     def by_kind(self) -> dict[str, dict[str, float]]:
         """Per kind: how many processes and their CPU seconds, the costliest first."""
