@@ -14,9 +14,9 @@ and teardowns of the last run, when each test process ran tests, the tests' CPU 
 test files that cost the most, the CPU of the suite's processes by kind (its test
 processes, workers, web servers, databases, Chromium, node: benchmarks/process_cpu.py),
 and the fixtures whose set-ups cost most in all (summed over the test processes, so they
-may add up to more than the wall time). ``--hog`` keeps
-two busy loops running beside the suite, as a loaded machine would. ``--processes`` sets
-``TEST_PROCESSES`` (the Makefile's default: one per core).
+may add up to more than the wall time). ``--hog`` keeps two busy loops running beside the
+suite, as a loaded machine would. ``--processes`` sets ``TEST_PROCESSES`` (the Makefile's
+default: one per core).
 
 ``ci``: clones ``--ref`` of this repository into a new folder and times
 ``CI=true bash .ci/run`` there, as CI runs it on a clean clone (the virtualenv, npm ci

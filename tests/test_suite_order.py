@@ -26,6 +26,16 @@ FILES = (
 SLOW_FILES = ("test_faults.py", "test_resume_limit.py", "test_rehearsal.py")
 
 
+def _kind(test: str) -> str:
+    if test.endswith(FIRST):
+        return "first"
+    if test.endswith(GROUPED):
+        return "group"
+    if test.split("::")[0].endswith(SLOW_FILES):
+        return "slow"
+    return "quick"
+
+
 @pytest.mark.slow
 def test_the_longest_work_is_collected_first():
     done = subprocess.run(
@@ -38,16 +48,7 @@ def test_the_longest_work_is_collected_first():
     )
     assert done.returncode == 0, done.stdout + done.stderr
     order = [line for line in done.stdout.splitlines() if "::" in line]
-    kinds = [
-        "first"
-        if test.endswith(FIRST)
-        else "group"
-        if test.endswith(GROUPED)
-        else "slow"
-        if test.split("::")[0].endswith(SLOW_FILES)
-        else "quick"
-        for test in order
-    ]
+    kinds = [_kind(test) for test in order]
 
     assert kinds == sorted(kinds, key=["first", "group", "slow", "quick"].index), order
     assert set(kinds) == {"first", "group", "slow", "quick"}, order
