@@ -1,13 +1,15 @@
-"""The OpenAPI schema: its view, safe under a threaded server, and the error responses
-every operation documents: those every operation of a kind can answer (added by a hook),
-and the refusals of the domain each operation's view declares (``refusal_responses``).
+"""The OpenAPI schema: its view, safe under a threaded server and generated once per
+process, and the error responses every operation documents: those every operation of a
+kind can answer (added by a hook), and the refusals of the domain each operation's view
+declares (``refusal_responses``).
 
 drf-spectacular resolves its extension classes lazily, on the first schema generation of
 a process, and not thread-safely: two first requests at once (gunicorn gthread, after
 every start) fail with 500, ``AttributeError: 'NoneType' object has no attribute
 'startswith'`` in ``_load_class`` (upstream: tfranzel/drf-spectacular#1122). Generating
-one schema at a time per process avoids it; the schema is requested rarely, so nobody
-waits for long.
+one schema at a time per process avoids it. The schema is public (``SERVE_PUBLIC``: the
+same for every caller) and changes only with the code and the settings, so a process
+keeps what it generated, per version and language, until a setting changes.
 """
 
 from __future__ import annotations
@@ -15,7 +17,11 @@ from __future__ import annotations
 import json
 import re
 import threading
+from typing import Any
 
+from django.core.signals import setting_changed
+from django.dispatch import receiver
+from django.utils import translation
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from drf_spectacular.views import SpectacularAPIView
 from rest_framework.request import Request
@@ -24,6 +30,13 @@ from rest_framework.response import Response
 from adstudio.refusals import NotAllowed, Refusal, StateConflict
 
 _generating = threading.Lock()
+_generated: dict[tuple[str | None, str | None], dict[str, Any]] = {}
+
+
+@receiver(setting_changed)
+def _forget_generated(**kwargs: Any) -> None:
+    """A setting may change what the schema says (its limits, its URLs)."""
+    _generated.clear()
 
 
 class SchemaView(SpectacularAPIView):
@@ -31,6 +44,22 @@ class SchemaView(SpectacularAPIView):
     def get(self, request: Request, *args, **kwargs) -> Response:
         with _generating:
             return super().get(request, *args, **kwargs)
+
+    def _get_schema_response(self, request: Request) -> Response:
+        if not self.serve_public:  # a schema filtered by the caller's permissions
+            return super()._get_schema_response(request)
+        version = self.api_version or request.version or self._get_version_parameter(request)
+        key = (version, translation.get_language())
+        if key not in _generated:
+            response = super()._get_schema_response(request)
+            _generated[key] = response.data
+            return response
+        return Response(
+            data=_generated[key],
+            headers={
+                "Content-Disposition": f'inline; filename="{self._get_filename(request, version)}"'
+            },
+        )
 
 
 ERROR_SCHEMA = {

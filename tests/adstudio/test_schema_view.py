@@ -7,8 +7,12 @@ import threading
 import time
 
 from django.test import Client
+from django.urls import include, path
+from drf_spectacular.generators import SchemaGenerator
 from drf_spectacular.views import SpectacularAPIView
 from rest_framework.response import Response
+
+from adstudio.schema import SchemaView
 
 
 def test_schema_generations_take_turns(monkeypatch):
@@ -45,3 +49,40 @@ def test_schema_generations_take_turns(monkeypatch):
     # then each got the schema, one generation at a time
     assert statuses == [200] * 4
     assert most == 1
+
+
+def test_a_process_generates_the_schema_once_until_a_setting_changes(client, monkeypatch, settings):
+    generations = []
+    generate = SchemaGenerator.get_schema
+
+    def counted(self, *args, **kwargs):
+        generations.append(1)
+        return generate(self, *args, **kwargs)
+
+    monkeypatch.setattr(SchemaGenerator, "get_schema", counted)
+    settings.ROOT_URLCONF = __name__  # the schema and the voices' endpoints only
+
+    def paths(accept: str = "application/vnd.oai.openapi+json") -> set[str]:
+        answer = client.get("/api/schema/", HTTP_ACCEPT=accept)
+        assert answer.status_code == 200
+        if accept.endswith("+json"):
+            return set(answer.json()["paths"])
+        assert answer["Content-Disposition"] == 'inline; filename="AdStudio API.yaml"'
+        return {line.strip(" :") for line in answer.text.splitlines() if line.startswith("  /")}
+
+    # the first request generates it, the next ones in either format are served as kept
+    first = paths()
+    assert first and all(path.startswith("/api/voices") for path in first)
+    assert paths() == first and paths("application/vnd.oai.openapi") == first
+    assert len(generations) == 1
+
+    # a changed setting is a new schema
+    settings.ROOT_URLCONF = "adstudio.urls"
+    assert "/api/ads/" in paths()
+    assert len(generations) == 2
+
+
+urlpatterns = [
+    path("api/schema/", SchemaView.as_view()),
+    path("api/", include("voices.urls")),
+]
