@@ -334,11 +334,40 @@ def search_voices(
         with planned_per_query(), connection.cursor() as cursor:
             cursor.execute(sql, params)
             rows = [dict(zip(_COMPACT_FIELDS, row, strict=True)) for row in cursor.fetchall()]
+    elif connection.vendor == "postgresql":
+        sql, params = _plain_search_sql(query, limit)
+        with planned_per_query(), connection.cursor() as cursor:
+            cursor.execute(sql, params)
+            rows = [dict(zip(_COMPACT_FIELDS, row, strict=True)) for row in cursor.fetchall()]
     else:
         with planned_per_query():
             rows = list(voice_queryset(query).values(*_COMPACT_FIELDS)[:limit])
     mixed_locales = len({row["locale"] for row in rows}) > 1
     return [compact_voice(row, locale=mixed_locales) for row in rows]
+
+
+# Stand-ins for a plain search's values in the statement compiled once per shape: NUL
+# never reaches PostgreSQL in text (``voice_query`` removes it), so no real value is one.
+_LANGUAGE, _LOCALE, _GENDER = "\x00language", "\x00locale", "\x00gender"
+
+
+@functools.cache
+def _plain_search_template(with_locale: bool, with_gender: bool) -> tuple[str, tuple[Any, ...]]:
+    """``voice_queryset``'s statement for a search by language (its locale, a gender)
+    alone, the most common search, compiled once per shape: building and compiling the
+    queryset cost three times running it. Its parameters hold the stand-ins."""
+    shape = VoiceQuery(
+        Language(_LANGUAGE, _LOCALE if with_locale else ""), _GENDER if with_gender else None
+    )
+    return voice_queryset(shape).values_list(*_COMPACT_FIELDS).query.sql_with_params()
+
+
+def _plain_search_sql(query: VoiceQuery, limit: int) -> tuple[str, list[Any]]:
+    """The first ``limit`` rows of ``voice_queryset(query)`` (no accent, no style)."""
+    sql, template = _plain_search_template(bool(query.language.locale), bool(query.gender))
+    values = {_LANGUAGE: query.language.code, _LOCALE: query.language.locale, _GENDER: query.gender}
+    params = [values.get(p, p) if isinstance(p, str) else p for p in template]
+    return f"{sql} LIMIT {int(limit)}", params
 
 
 def _top(counter: Counter[str], limit: int) -> dict[str, int]:

@@ -529,3 +529,43 @@ def test_approved_voices_by_id_keys_by_the_id_as_given(make_voice, django_assert
         f" {voice.pk}": voice,
         str(voice.pk): voice,
     }
+
+
+@pytest.mark.parametrize(
+    "asked",
+    [
+        {"language": "pt"},
+        {"language": "Portuguese", "gender": "male"},
+        {"language": "pt-br"},
+        {"language": "PT-BR", "gender": "female"},
+    ],
+)
+def test_a_search_by_language_alone_finds_what_the_queryset_finds(make_voice, asked):
+    for n, (locale, gender) in enumerate(
+        [("pt-BR", "male"), ("pt-BR", "female"), ("pt-PT", "female"), ("pt-PT", "male")] * 6
+    ):
+        make_voice(name=f"{'ZYX'[n % 3]} {n}", language="pt", locale=locale, gender=gender)
+    make_voice(name="A unapproved", language="pt", locale="pt-BR", approved=False)
+    make_voice(name="A English", language="en", locale="en-GB")
+    query = voice_query(**asked)
+    expected = [
+        row["id"] for row in voice_queryset(query).values("id")[:5]
+    ]  # the ORM's statement, as it was built before
+
+    assert [int(v["id"]) for v in search_voices(**asked, count=5)] == expected
+    assert len(expected) == 5
+
+
+def test_a_search_by_language_alone_is_compiled_once_per_shape(make_voice, monkeypatch):
+    make_voice(name="Somchai", language="th", gender="male")
+    make_voice(name="Malee", language="th", gender="female")
+    make_voice(name="Ama", language="en", gender="female")
+    assert names(search_voices("th", gender="male")) == ["Somchai"]
+
+    def compiled(query):
+        raise AssertionError(f"a queryset was built for {query}")
+
+    monkeypatch.setattr("voices.selectors.voice_queryset", compiled)
+    # the same shape, other values: the statement compiled once, its parameters new
+    assert names(search_voices("English", gender="female")) == ["Ama"]
+    assert names(search_voices("Thai", gender="female")) == ["Malee"]
