@@ -50,6 +50,21 @@ def test_a_new_user_gets_a_personal_workspace_on_first_use(user, other_user):
     ]
 
 
+def test_ones_personal_workspace_is_made_once_and_read_in_one_statement(
+    user, other_user, django_assert_num_queries
+):
+    made = workspace_personal(user=user)
+    workspace_create(name="Agency / Spotify", by=user)  # a team of alice's is not it
+    workspace_personal(user=other_user)
+
+    with django_assert_num_queries(1):
+        again = workspace_personal(user=user)
+
+    assert again == made and again.personal_for_id == user.pk
+    assert (again.name, again.created_at) == ("alice's workspace", made.created_at)
+    assert Workspace.objects.filter(personal_for=user).count() == 1
+
+
 def test_a_colleague_sees_and_works_on_the_teams_ads(user, other_user, team):
     created = (
         api_for(user).post("/api/ads/", {**BRIEF, "workspace": str(team.pk)}, format="json").json()
