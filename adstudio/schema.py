@@ -9,7 +9,7 @@ every start) fail with 500, ``AttributeError: 'NoneType' object has no attribute
 'startswith'`` in ``_load_class`` (upstream: tfranzel/drf-spectacular#1122). Generating
 one schema at a time per process avoids it. The schema is public (``SERVE_PUBLIC``: the
 same for every caller) and changes only with the code and the settings, so a process
-keeps what it generated, per version and language, until a setting changes.
+keeps what it generated until a setting changes.
 """
 
 from __future__ import annotations
@@ -46,10 +46,13 @@ class SchemaView(SpectacularAPIView):
             return super().get(request, *args, **kwargs)
 
     def _get_schema_response(self, request: Request) -> Response:
-        if not self.serve_public:  # a schema filtered by the caller's permissions
+        # Kept: the schema as clients ask for it, in the language the process is in. One
+        # a version or a ``lang`` parameter asks for (any text a client sends) is
+        # generated for its request, never kept: a key per such text would grow forever.
+        asked = request.query_params
+        if not self.serve_public or request.version or "version" in asked or "lang" in asked:
             return super()._get_schema_response(request)
-        version = self.api_version or request.version or self._get_version_parameter(request)
-        key = (version, translation.get_language())
+        key = (self.api_version, translation.get_language())
         if key not in _generated:
             response = super()._get_schema_response(request)
             _generated[key] = response.data
@@ -57,7 +60,7 @@ class SchemaView(SpectacularAPIView):
         return Response(
             data=_generated[key],
             headers={
-                "Content-Disposition": f'inline; filename="{self._get_filename(request, version)}"'
+                "Content-Disposition": f'inline; filename="{self._get_filename(request, key[0])}"'
             },
         )
 

@@ -14,6 +14,8 @@ from rest_framework.response import Response
 
 from adstudio.schema import SchemaView
 
+JSON = "application/vnd.oai.openapi+json"
+
 
 def test_schema_generations_take_turns(monkeypatch):
     # given a generation slow enough for requests to overlap
@@ -62,7 +64,7 @@ def test_a_process_generates_the_schema_once_until_a_setting_changes(client, mon
     monkeypatch.setattr(SchemaGenerator, "get_schema", counted)
     settings.ROOT_URLCONF = __name__  # the schema and the voices' endpoints only
 
-    def paths(accept: str = "application/vnd.oai.openapi+json") -> set[str]:
+    def paths(accept: str = JSON) -> set[str]:
         answer = client.get("/api/schema/", HTTP_ACCEPT=accept)
         assert answer.status_code == 200
         if accept.endswith("+json"):
@@ -80,6 +82,21 @@ def test_a_process_generates_the_schema_once_until_a_setting_changes(client, mon
     settings.ROOT_URLCONF = "adstudio.urls"
     assert "/api/ads/" in paths()
     assert len(generations) == 2
+
+
+def test_a_schema_asked_for_with_a_version_or_a_language_is_never_kept(client, settings):
+    from adstudio.schema import _generated
+
+    settings.ROOT_URLCONF = __name__  # a new setting: nothing kept yet
+    assert client.get("/api/schema/", HTTP_ACCEPT=JSON).status_code == 200
+    assert len(_generated) == 1
+
+    # any text a client sends: each would otherwise be a schema kept for good
+    for n in range(3):
+        for query in (f"?version=v{n}", f"?lang=x{n}"):
+            answer = client.get(f"/api/schema/{query}", HTTP_ACCEPT=JSON)
+            assert answer.status_code == 200 and "/api/voices/" in answer.json()["paths"]
+    assert len(_generated) == 1
 
 
 urlpatterns = [
