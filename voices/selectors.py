@@ -8,6 +8,7 @@ import functools
 import re
 from collections import Counter
 from collections.abc import Callable, Iterable
+from contextlib import nullcontext
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -336,7 +337,11 @@ def search_voices(
             rows = [dict(zip(_COMPACT_FIELDS, row, strict=True)) for row in cursor.fetchall()]
     elif connection.vendor == "postgresql":
         sql, params = _plain_search_sql(query, limit)
-        with planned_per_query(), connection.cursor() as cursor:
+        # By language (and gender) alone, the first rows of one index in its own order
+        # whatever the values: the connection may prepare it, and plan it once. A locale
+        # is skewed (a rare one is best found through its own index), so planned each time.
+        planned = planned_per_query() if query.language.locale else nullcontext()
+        with planned, connection.cursor() as cursor:
             cursor.execute(sql, params)
             rows = [dict(zip(_COMPACT_FIELDS, row, strict=True)) for row in cursor.fetchall()]
     else:
