@@ -81,6 +81,17 @@ class VoiceQuery:
         spelled = " ".join(self.style_words)
         return (self.style_phrase, spelled) if self.style_phrase != spelled else (spelled,)
 
+    @property
+    def accent_values(self) -> tuple[tuple[str, str], ...]:
+        """(field, value) of each way a voice matches the accent, case-insensitively: its
+        accent equal to the accent asked for, or its locale equal to it ('en-GB', 'en_gb'),
+        or to a region code of the language ('BR' with pt means pt-BR)."""
+        accent = self.accent or ""
+        locales = {accent.replace(" ", "-")}
+        if re.fullmatch(r"[a-z]{2}|\d{3}", accent):
+            locales.add(f"{self.language.code}-{accent}")
+        return (("accent", accent), *(("locale", locale) for locale in sorted(locales)))
+
 
 def clamp_count(count: Any, default: int = DEFAULT_COUNT) -> int:
     """1..50: an out-of-range count is a model's or client's slip, not worth a refusal."""
@@ -158,13 +169,8 @@ def _words_match(words: tuple[str, ...]) -> Q | _WordsMatch:
 
 
 def _accent_matches(query: VoiceQuery) -> list[Q]:
-    """Accent equal to the accent asked for, or locale equal to it ('en-GB', 'en_gb'), or
-    a region code of the language ('BR' with pt means pt-BR): any one of these."""
-    accent = query.accent or ""
-    locales = {accent.replace(" ", "-")}
-    if re.fullmatch(r"[a-z]{2}|\d{3}", accent):
-        locales.add(f"{query.language.code}-{accent}")
-    return [Q(accent__iexact=accent), *(Q(locale__iexact=locale) for locale in sorted(locales))]
+    """``query.accent_values`` as conditions: any one of these."""
+    return [Q(**{f"{field}__iexact": value}) for field, value in query.accent_values]
 
 
 def _accent_match(query: VoiceQuery) -> Q:
@@ -325,23 +331,14 @@ def search_voices(
     """
     query = voice_query(language=language, gender=gender, accent=accent, style=style)
     limit = clamp_count(count)
-    if query.style_words and connection.vendor == "postgresql":
-        sql, params = _style_search_sql(query, limit)
-        with planned_per_query(), connection.cursor() as cursor:
-            cursor.execute(sql, params)
-            rows = [dict(zip(_COMPACT_FIELDS, row, strict=True)) for row in cursor.fetchall()]
-    elif query.accent and connection.vendor == "postgresql":
-        sql, params = _accent_search_sql(query, limit)
-        with planned_per_query(), connection.cursor() as cursor:
-            cursor.execute(sql, params)
-            rows = [dict(zip(_COMPACT_FIELDS, row, strict=True)) for row in cursor.fetchall()]
-    elif connection.vendor == "postgresql":
-        sql, params = _plain_search_sql(query, limit)
+    if connection.vendor == "postgresql":
+        sql, params = _search_sql(query, limit)
         # By language (and gender) alone, the first rows of one index in its own order
-        # whatever the values: the connection may prepare it, and plan it once. A locale
-        # is skewed (a rare one is best found through its own index), so planned each time.
-        planned = planned_per_query() if query.language.locale else nullcontext()
-        with planned, connection.cursor() as cursor:
+        # whatever the values: the connection may prepare it, and plan it once. The other
+        # searches are skewed (a rare accent or locale is best found through its own
+        # index), so planned each time.
+        skewed = query.language.locale or query.accent or query.style_words
+        with planned_per_query() if skewed else nullcontext(), connection.cursor() as cursor:
             cursor.execute(sql, params)
             rows = [dict(zip(_COMPACT_FIELDS, row, strict=True)) for row in cursor.fetchall()]
     else:
@@ -351,28 +348,67 @@ def search_voices(
     return [compact_voice(row, locale=mixed_locales) for row in rows]
 
 
-# Stand-ins for a plain search's values in the statement compiled once per shape: NUL
-# never reaches PostgreSQL in text (``voice_query`` removes it), so no real value is one.
-_LANGUAGE, _LOCALE, _GENDER = "\x00language", "\x00locale", "\x00gender"
+# Stand-ins for a search's values in its statement compiled once per shape: NUL never
+# reaches PostgreSQL in text (``voice_query`` removes it), so no real value is one.
+_LANGUAGE, _LOCALE, _GENDER, _ACCENT = "\x00language", "\x00locale", "\x00gender", "\x00accent"
+_WORDS, _PHRASE = "\x00words", "\x00phrase"
+_MATCHES = ("\x00match0", "\x00match1", "\x00match2")
+
+
+@dataclass(frozen=True)
+class _Shape(VoiceQuery):
+    """A search with stand-ins for its values: what its statement is compiled from."""
+
+    accent_fields: tuple[str, ...] = ()  # the fields of ``accent_values``, in order
+    style_count: int = 0  # how many ``styles``
+
+    @property
+    def accent_values(self) -> tuple[tuple[str, str], ...]:
+        return tuple(zip(self.accent_fields, _MATCHES, strict=False))
+
+    @property
+    def styles(self) -> tuple[str, ...]:
+        return (_PHRASE, _WORDS)[2 - self.style_count :]
+
+
+def _search_sql(query: VoiceQuery, limit: int) -> tuple[str, list[Any]]:
+    """``search_voices``' statement for ``query`` on PostgreSQL: compiled once per shape of
+    search (building and compiling it through the ORM cost several times running it), with
+    the query's values for the stand-ins."""
+    accent_values = query.accent_values if query.accent else ()
+    styles = query.styles if query.style_words else ()
+    shape = _Shape(
+        Language(_LANGUAGE, _LOCALE if query.language.locale else ""),
+        _GENDER if query.gender else None,
+        _ACCENT if query.accent else None,
+        (_WORDS,) if query.style_words else (),
+        _PHRASE if len(styles) > 1 else _WORDS if styles else "",
+        accent_fields=tuple(field for field, _ in accent_values),
+        style_count=len(styles),
+    )
+    sql, template = _compiled_search(shape, limit)
+    values = {
+        _LANGUAGE: query.language.code,
+        _LOCALE: query.language.locale,
+        _GENDER: query.gender,
+        _ACCENT: query.accent,
+        _WORDS: " ".join(query.style_words),
+        _PHRASE: query.style_phrase,
+        **{stand_in: value for stand_in, (_, value) in zip(_MATCHES, accent_values, strict=False)},
+    }
+    return sql, [values.get(p, p) if isinstance(p, str) else p for p in template]
 
 
 @functools.cache
-def _plain_search_template(with_locale: bool, with_gender: bool) -> tuple[str, tuple[Any, ...]]:
-    """``voice_queryset``'s statement for a search by language (its locale, a gender)
-    alone, the most common search, compiled once per shape: building and compiling the
-    queryset cost three times running it. Its parameters hold the stand-ins."""
-    shape = VoiceQuery(
-        Language(_LANGUAGE, _LOCALE if with_locale else ""), _GENDER if with_gender else None
-    )
-    return voice_queryset(shape).values_list(*_COMPACT_FIELDS).query.sql_with_params()
-
-
-def _plain_search_sql(query: VoiceQuery, limit: int) -> tuple[str, list[Any]]:
-    """The first ``limit`` rows of ``voice_queryset(query)`` (no accent, no style)."""
-    sql, template = _plain_search_template(bool(query.language.locale), bool(query.gender))
-    values = {_LANGUAGE: query.language.code, _LOCALE: query.language.locale, _GENDER: query.gender}
-    params = [values.get(p, p) if isinstance(p, str) else p for p in template]
-    return f"{sql} LIMIT {int(limit)}", params
+def _compiled_search(shape: _Shape, limit: int) -> tuple[str, tuple[Any, ...]]:
+    if shape.style_words:
+        sql, params = _style_search_sql(shape, limit)
+    elif shape.accent:
+        sql, params = _accent_search_sql(shape, limit)
+    else:
+        sql, params = voice_queryset(shape).values_list(*_COMPACT_FIELDS).query.sql_with_params()
+        sql = f"{sql} LIMIT {int(limit)}"
+    return sql, tuple(params)
 
 
 def _top(counter: Counter[str], limit: int) -> dict[str, int]:

@@ -7,8 +7,10 @@ import pytest
 from adstudio.languages import UnknownLanguage
 from voices.models import Voice
 from voices.selectors import (
+    _COMPACT_FIELDS,
     InvalidSearch,
     _accent_search_sql,
+    _search_sql,
     _style_search_sql,
     approved_voices_by_id,
     catalogue_languages,
@@ -569,3 +571,37 @@ def test_a_search_by_language_alone_is_compiled_once_per_shape(make_voice, monke
     # the same shape, other values: the statement compiled once, its parameters new
     assert names(search_voices("English", gender="female")) == ["Ama"]
     assert names(search_voices("Thai", gender="female")) == ["Malee"]
+
+
+@pytest.mark.parametrize("language", ["en", "en-GB", "pt-BR", "Thai"])
+@pytest.mark.parametrize("gender", [None, "female"])
+@pytest.mark.parametrize(
+    ("accent", "style"),
+    [
+        (None, None),
+        ("british", None),
+        ("gb", None),  # a region code: the language's locale too
+        ("en_gb", None),
+        ("Scottish English", None),
+        ("001", None),
+        (None, "warm"),
+        (None, "Social-Media"),  # the phrase and its words differ
+        (None, "warm news voice"),
+        ("british", "e-learning"),
+    ],
+)
+def test_a_statement_compiled_once_is_the_one_built_for_the_search(language, gender, accent, style):
+    """Each shape's statement is compiled once with stand-ins for its values: with the
+    search's values put back, it is the statement built for that search, word for word."""
+    query = voice_query(language=language, gender=gender, accent=accent, style=style)
+    for count in (10, 3):
+        if query.style_words:
+            built = _style_search_sql(query, count)
+        elif query.accent:
+            built = _accent_search_sql(query, count)
+        else:
+            sql, params = (
+                voice_queryset(query).values_list(*_COMPACT_FIELDS).query.sql_with_params()
+            )
+            built = (f"{sql} LIMIT {count}", params)
+        assert _search_sql(query, count) == (built[0], list(built[1]))
