@@ -8,6 +8,7 @@ import time
 
 from celery import shared_task
 from celery.signals import worker_init
+from django.conf import settings
 
 from renders.making import render_make
 from renders.recover import render_files_prune, renders_recover
@@ -34,7 +35,11 @@ def prune_render_files() -> int:
 
 @worker_init.connect
 def _load_audio_at_worker_start(sender=None, **kwargs) -> None:
-    """The mix's libraries and eSpeak NG, before the worker takes its first render."""
+    """The mix's libraries and eSpeak NG, before the worker takes its first render; unless
+    ``ADSTUDIO_WORKER_LOADS_AUDIO`` is off (``renders.making`` loads them when needed)."""
+    if not settings.ADSTUDIO_WORKER_LOADS_AUDIO:
+        logger.info("scratch-track audio left for the first render (ADSTUDIO_WORKER_LOADS_AUDIO)")
+        return
     started = time.perf_counter()
     from audio import guide_voice, mix  # noqa: F401
 

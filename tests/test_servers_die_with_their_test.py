@@ -35,7 +35,8 @@ redis.start()
 web = WebServer(env={"DATABASE_URL": os.environ["DATABASE_URL"], "DEBUG": "0"},
                 log=folder / "web.log", asgi=True).start(ready_path="/healthz")
 worker = WorkerProcess(log_dir=folder, env={"DATABASE_URL": os.environ["DATABASE_URL"],
-                       "CELERY_BROKER_URL": redis.url, "ADSTUDIO_SWEEPS": "0"},
+                       "CELERY_BROKER_URL": redis.url, "ADSTUDIO_SWEEPS": "0",
+                       "ADSTUDIO_WORKER_LOADS_AUDIO": "0"},
                        concurrency=1)
 worker.start()
 print(json.dumps({"redis": redis.process.pid, "web": web.process.pid,

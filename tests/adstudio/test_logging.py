@@ -108,6 +108,7 @@ def test_every_worker_line_of_a_run_is_json_with_its_ids(
             "ADSTUDIO_OPENAI_MODEL": "fake-openai",
             "ADSTUDIO_PROVIDER_FALLBACKS": "",
             "LOG_FORMAT": "json",
+            "ADSTUDIO_WORKER_LOADS_AUDIO": "0",  # no render: the audio libraries not loaded
         },
     )
     worker.start()

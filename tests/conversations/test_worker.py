@@ -10,13 +10,24 @@ from conversations.models import Conversation, Message, ModelCall, RunEvent
 from conversations.run_request import RunRequest
 from conversations.services import brief_send, send_message
 from drafts.models import Draft
+from drafts.services import draft_create
+from renders.models import Render
+from renders.services import render_request
 from testbed.fake_openai import call, turn
 from tests.support.fixtures import STALE_AFTER
+from tests.support.versions import music, voices
 from tests.support.worker import heartbeat_stale, wait_for, wait_until_finished
 
 pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
 
 
+@pytest.fixture
+def worker_extra_env(tmp_path) -> dict[str, str]:
+    """Sweeps each second; the scratch tracks the worker makes under the test's folder."""
+    return {"ADSTUDIO_RECOVERY_INTERVAL": "1", "MEDIA_ROOT": str(tmp_path / "media")}
+
+
+@pytest.mark.parametrize("worker_extra_env", [{"ADSTUDIO_WORKER_LOADS_AUDIO": "1"}])
 def test_a_worker_reads_the_token_encoding_and_the_sdks_before_it_takes_tasks(worker):
     log = worker.log.read_text()
     for loaded in (
@@ -26,6 +37,30 @@ def test_a_worker_reads_the_token_encoding_and_the_sdks_before_it_takes_tasks(wo
     ):
         assert loaded in log, log
         assert log.index(loaded) < log.index(" ready."), log
+
+
+def test_a_worker_told_not_to_leaves_the_audio_for_its_first_render(worker, make_ad, user):
+    """The suite's workers run ``ADSTUDIO_WORKER_LOADS_AUDIO=0`` (tests/support/fixtures):
+    they start without the mix's libraries, and load them for the first render."""
+    log = worker.log.read_text()
+    assert "scratch-track audio left for the first render" in log, log
+    assert "scratch-track audio loaded in" not in log, log
+    assert log.index("provider adapters loaded in") < log.index(" ready."), log
+
+    ad = make_ad(language="en", duration_s=10)
+    versions = {
+        "voices": draft_create(ad=ad, version=voices("Hello there."))[0],
+        "music": draft_create(ad=ad, version=music("warm pad", duration=10))[0],
+        "sfx": None,
+    }
+    render, queued = render_request(ad=ad, versions=versions, user=user)
+    assert queued
+    wait_for(
+        lambda: Render.objects.get(pk=render.pk).status in ("done", "failed"),
+        what="the render",
+    )
+    render.refresh_from_db()
+    assert render.status == "done", (render.error, worker.log.read_text()[-3000:])
 
 
 def test_a_worker_answers_turns_of_one_conversation_in_order(worker, fake_openai, make_ad):
@@ -92,11 +127,6 @@ def test_a_run_survives_its_worker_being_killed_mid_model_call(worker, fake_open
     assert (
         not Draft.objects.values("run_id", "tool_call_id").annotate(n=Count("id")).filter(n__gt=1)
     )
-
-
-@pytest.fixture
-def worker_extra_env() -> dict[str, str]:
-    return {"ADSTUDIO_RECOVERY_INTERVAL": "1"}
 
 
 def test_a_dead_workers_run_is_resumed_by_a_live_worker_with_nothing_restarted(

@@ -63,6 +63,7 @@ def stack(private_postgres, fake_openai, tmp_path):
         "ADSTUDIO_OPENAI_MODEL": "fake-openai",
         "ADSTUDIO_PROVIDER_FALLBACKS": "",
         "ADSTUDIO_HEARTBEAT_INTERVAL": "0.5",
+        "ADSTUDIO_WORKER_LOADS_AUDIO": "0",  # no render: the audio libraries not loaded
     }
     worker = WorkerProcess(log_dir=tmp_path, env=env, name="crash")
     worker.start()

@@ -111,6 +111,7 @@ def test_a_workers_recovery_sweep_succeeds_within_two_seconds_of_the_database(
         env={
             "DATABASE_URL": private_postgres.url(PRIVATE_DATABASE),
             "CELERY_BROKER_URL": redis.url,
+            "ADSTUDIO_WORKER_LOADS_AUDIO": "0",  # no render: the audio libraries not loaded
         },
         name="outage",
     )
