@@ -27,7 +27,7 @@ import django
 django.setup()
 from testbed.worker import WorkerProcess
 from tests.support.web import WebServer
-from tests.support.worker import RedisServer
+from tests.support.worker import LEAN_WORKER, RedisServer
 
 folder = Path(sys.argv[1])
 redis = RedisServer(log_dir=folder)
@@ -36,7 +36,7 @@ web = WebServer(env={"DATABASE_URL": os.environ["DATABASE_URL"], "DEBUG": "0"},
                 log=folder / "web.log", asgi=True).start(ready_path="/healthz")
 worker = WorkerProcess(log_dir=folder, env={"DATABASE_URL": os.environ["DATABASE_URL"],
                        "CELERY_BROKER_URL": redis.url, "ADSTUDIO_SWEEPS": "0",
-                       "ADSTUDIO_WORKER_LOADS_AUDIO": "0"},
+                       **LEAN_WORKER},
                        concurrency=1)
 worker.start()
 print(json.dumps({"redis": redis.process.pid, "web": web.process.pid,

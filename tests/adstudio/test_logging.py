@@ -19,7 +19,7 @@ from conversations.runs.enqueue import run_enqueue
 from testbed.fake_openai import TEST_API_KEY, call, turn
 from testbed.worker import WorkerProcess
 from tests.support.settings_module import start_up_error
-from tests.support.worker import database_url, wait_until_finished
+from tests.support.worker import LEAN_WORKER, database_url, wait_until_finished
 
 
 @pytest.fixture
@@ -108,7 +108,7 @@ def test_every_worker_line_of_a_run_is_json_with_its_ids(
             "ADSTUDIO_OPENAI_MODEL": "fake-openai",
             "ADSTUDIO_PROVIDER_FALLBACKS": "",
             "LOG_FORMAT": "json",
-            "ADSTUDIO_WORKER_LOADS_AUDIO": "0",  # no render: the audio libraries not loaded
+            **LEAN_WORKER,
         },
     )
     worker.start()

@@ -40,7 +40,7 @@ def test_a_worker_reads_the_token_encoding_and_the_sdks_before_it_takes_tasks(wo
 
 
 def test_a_worker_told_not_to_leaves_the_audio_for_its_first_render(worker, make_ad, user):
-    """The suite's workers run ``ADSTUDIO_WORKER_LOADS_AUDIO=0`` (tests/support/fixtures):
+    """The suite's workers run ``ADSTUDIO_WORKER_LOADS_AUDIO=0`` (``LEAN_WORKER``):
     they start without the mix's libraries, and load them for the first render."""
     log = worker.log.read_text()
     assert "scratch-track audio left for the first render" in log, log

@@ -28,7 +28,7 @@ from testbed.worker import WorkerProcess
 from tests.support.fixtures import PRIVATE_DATABASE
 from tests.support.postgres import PostgresServer, user_token
 from tests.support.web import WebServer
-from tests.support.worker import ROOT, RedisServer
+from tests.support.worker import LEAN_WORKER, ROOT, RedisServer
 
 pytestmark = [pytest.mark.slow, pytest.mark.worker]
 
@@ -63,7 +63,7 @@ def stack(private_postgres, fake_openai, tmp_path):
         "ADSTUDIO_OPENAI_MODEL": "fake-openai",
         "ADSTUDIO_PROVIDER_FALLBACKS": "",
         "ADSTUDIO_HEARTBEAT_INTERVAL": "0.5",
-        "ADSTUDIO_WORKER_LOADS_AUDIO": "0",  # no render: the audio libraries not loaded
+        **LEAN_WORKER,
     }
     worker = WorkerProcess(log_dir=tmp_path, env=env, name="crash")
     worker.start()

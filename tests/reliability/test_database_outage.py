@@ -16,7 +16,7 @@ from testbed.worker import WorkerProcess
 from tests.support.fixtures import PRIVATE_DATABASE
 from tests.support.postgres import user_token
 from tests.support.web import WebServer
-from tests.support.worker import RedisServer
+from tests.support.worker import LEAN_WORKER, RedisServer
 
 # Long enough for psycopg_pool's own backoff (1, 2, 4, 8 s ...) to leave a 16 s gap
 # between attempts: its next one came 11 s after the database was back.
@@ -111,7 +111,7 @@ def test_a_workers_recovery_sweep_succeeds_within_two_seconds_of_the_database(
         env={
             "DATABASE_URL": private_postgres.url(PRIVATE_DATABASE),
             "CELERY_BROKER_URL": redis.url,
-            "ADSTUDIO_WORKER_LOADS_AUDIO": "0",  # no render: the audio libraries not loaded
+            **LEAN_WORKER,
         },
         name="outage",
     )

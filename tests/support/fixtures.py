@@ -37,6 +37,7 @@ from testbed.worker import WorkerProcess
 from tests.support.postgres import PostgresServer
 from tests.support.web import WebServer
 from tests.support.worker import (
+    LEAN_WORKER,
     REDIS_URL,
     ROOT,
     RedisServer,
@@ -62,9 +63,7 @@ def worker_env(*, broker_url: str, fake_openai: FakeOpenAIServer) -> dict[str, s
         "ADSTUDIO_HEARTBEAT_INTERVAL": "0.5",
         "ADSTUDIO_RUN_STALE_AFTER": str(STALE_AFTER),
         "PGAPPNAME": WORKER_APP,  # libpq: tests find the worker's connections by it
-        # Its runs render nothing: the audio libraries (0.8 s of CPU a start) wait for a
-        # first render that does not come.
-        "ADSTUDIO_WORKER_LOADS_AUDIO": "0",
+        **LEAN_WORKER,
     }
 
 
@@ -214,7 +213,9 @@ def shared_stack(django_db_setup, tmp_path_factory) -> Iterator[Stack]:
             # It lives through the session, beside the workers the tests start on the same
             # database: its sweeps would send their runs to its own broker and model server.
             "ADSTUDIO_SWEEPS": "0",
-            "ADSTUDIO_WORKER_LOADS_AUDIO": "1",  # it renders the web's scratch tracks
+            # Started as a worker host starts it: it renders the web's scratch tracks.
+            "ADSTUDIO_WORKER_LOADS_AUDIO": "1",
+            "CELERY_SKIP_CHECKS": "",
         },
         name="shared",
     )
