@@ -209,8 +209,9 @@ ADSTUDIO_RENDER_LINK_SECONDS = env_int("ADSTUDIO_RENDER_LINK_SECONDS", 900, mini
 # ad renders in about a second.
 ADSTUDIO_RENDER_STALE_AFTER = env_int("ADSTUDIO_RENDER_STALE_AFTER", 20, minimum=2)
 # Whether a worker loads the mix's libraries and eSpeak NG at its start (about 0.8 s of CPU
-# and 76 MB) so that its first render does not wait for them; off, the first render loads
-# them. Off for a worker host that seldom renders, or one that must start quickly.
+# and 80 MB: benchmarks/worker_start.py) so that its first render does not wait for them;
+# off, the first render loads them: for a worker host that seldom renders, or one that must
+# start quickly.
 ADSTUDIO_WORKER_LOADS_AUDIO = env_bool("ADSTUDIO_WORKER_LOADS_AUDIO", default=True)
 # The loudness the `streaming` preset normalises a scratch track to, LUFS integrated (ITU-R
 # BS.1770); the broadcast presets keep their standards' (audio.presets).

@@ -25,9 +25,9 @@ REDIS_URL = redis_url_of_this_process(
     os.environ.get("ADSTUDIO_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
 )
 
-# What a test's worker that renders nothing leaves out of its start (1.4 of the 2.2 s of CPU
-# of a start becomes 1.15): the audio libraries, which wait for a first render instead, and
-# Django's system checks, which the suite runs itself (``call_command("check")`` in
+# What a test's worker that renders nothing leaves out of its start (its CPU 1.97 -> 1.06 s,
+# benchmarks/worker_start.py): the audio libraries, which wait for a first render instead,
+# and Django's system checks, which the suite runs itself (``call_command("check")`` in
 # tests/adstudio/test_settings.py) rather than at each of its fifty-odd worker starts.
 LEAN_WORKER = {"ADSTUDIO_WORKER_LOADS_AUDIO": "0", "CELERY_SKIP_CHECKS": "1"}
 
