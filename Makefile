@@ -19,10 +19,11 @@ unexport PYTHONDONTWRITEBYTECODE
 # The suite runs on the real services of this machine unless told otherwise.
 TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/adstudio
 TEST_REDIS_URL ?= redis://127.0.0.1:6379/15
-# Test processes (pytest-xdist): one per core and one more, which runs while the others
-# wait on their servers; at most 8 (each takes a Redis database of its own, counting down
-# from TEST_REDIS_URL's). 0 runs the tests in pytest's own process.
-TEST_PROCESSES ?= $(shell n=$$(( $$(nproc) + 1 )); echo $$(( n > 8 ? 8 : n )))
+# Test processes (pytest-xdist): one per core and two more, which run while the others
+# wait on their servers (on two cores `make test` took 306-307 s with four, 313-325 s with
+# three; `make test-fast` the same either way); at most 8 (each takes a Redis database of
+# its own, counting down from TEST_REDIS_URL's). 0 runs the tests in pytest's own process.
+TEST_PROCESSES ?= $(shell n=$$(( $$(nproc) + 2 )); echo $$(( n > 8 ? 8 : n )))
 
 .PHONY: run test test-fast lint install chat-types
 

@@ -16,7 +16,7 @@ processes, workers, web servers, databases, Chromium, node: benchmarks/process_c
 and the fixtures whose set-ups cost most in all (summed over the test processes, so they
 may add up to more than the wall time). ``--hog`` keeps two busy loops running beside the
 suite, as a loaded machine would. ``--processes`` sets ``TEST_PROCESSES`` (the Makefile's
-default: one per core).
+default: one per core and two more).
 
 ``ci``: clones ``--ref`` of this repository into a new folder and times
 ``CI=true bash .ci/run`` there, as CI runs it on a clean clone (the virtualenv, npm ci
