@@ -19,7 +19,6 @@ that is reset before each test and verified after it.
 
 from __future__ import annotations
 
-import fcntl
 import os
 import subprocess
 import sys
@@ -196,33 +195,6 @@ class Stack:
     fake_openai: FakeOpenAIServer
 
 
-def collected_static(tmp_path_factory) -> Path:
-    """The static files as ``collectstatic`` writes them for production (hashed names,
-    compressed copies: about 3 s of CPU), collected once per run of the suite: the
-    pytest-xdist processes share the folder above their own temporary folders. The first
-    to ask collects, under a lock; the others wait for it and serve the same files."""
-    base = tmp_path_factory.getbasetemp()
-    folder = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "static"
-    with (folder.parent / "static.lock").open("w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
-        if not (folder / "staticfiles.json").exists():  # the manifest: written last
-            collected = subprocess.run(
-                [sys.executable, "manage.py", "collectstatic", "--noinput", "--verbosity", "0"],
-                cwd=ROOT,
-                env={
-                    **os.environ,
-                    "DEBUG": "0",
-                    "STATIC_ROOT": str(folder),
-                    "DJANGO_SETTINGS_MODULE": "adstudio.settings",
-                },
-                capture_output=True,
-                text=True,
-                timeout=300,
-            )
-            assert collected.returncode == 0, collected.stdout + collected.stderr
-    return folder
-
-
 @pytest.fixture(scope="session")
 def shared_stack(django_db_setup, tmp_path_factory) -> Iterator[Stack]:
     """Started at the first test that asks for it, stopped before the test database is
@@ -251,9 +223,18 @@ def shared_stack(django_db_setup, tmp_path_factory) -> Iterator[Stack]:
         "DATABASE_URL": database_url(),
         "CELERY_BROKER_URL": redis.url,
         "DEBUG": "0",
-        "STATIC_ROOT": str(collected_static(tmp_path_factory)),
+        "STATIC_ROOT": str(directory / "static"),
         "MEDIA_ROOT": str(directory / "media"),
     }
+    collected = subprocess.run(
+        [sys.executable, "manage.py", "collectstatic", "--noinput", "--verbosity", "0"],
+        cwd=ROOT,
+        env={**os.environ, **web_env, "DJANGO_SETTINGS_MODULE": "adstudio.settings"},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert collected.returncode == 0, collected.stdout + collected.stderr
     web = WebServer(env=web_env, log=directory / "web.log")
     try:
         worker.start()
