@@ -212,7 +212,7 @@ def run_ci(ref: str, without_chromium: bool) -> dict:
     """``.ci/run`` on a fresh clone of ``ref``."""
     if without_chromium:
         subprocess.run(
-            ["apt-get", "remove", "-y", "-qq", "chromium", "chromium-common"],
+            ["apt-get", "remove", "-y", "-qq", "chromium-headless-shell", "chromium-common"],
             check=True,
             capture_output=True,
             env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"},

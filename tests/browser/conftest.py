@@ -21,10 +21,10 @@ OUTPUT = ROOT / "var" / "test-output"  # screenshots, for a person to look at
 
 @pytest.fixture(scope="session")
 def chromium() -> Path:
-    """Debian's Chromium; without it the tests skip, except under CI, where they fail.
+    """Debian's headless Chromium; without it the tests skip, except under CI, where they fail.
     (Requested before ``server``, so that a skip starts no gunicorn.)"""
     if not CHROMIUM.exists():
-        message = f"{CHROMIUM} is missing (apt-get install chromium; .ci/run does)"
+        message = f"{CHROMIUM} is missing (apt-get install chromium-headless-shell; .ci/run does)"
         if os.environ.get("CI"):
             pytest.fail(f"{message}: CI must run the browser tests")
         pytest.skip(message)
