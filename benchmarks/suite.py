@@ -135,7 +135,7 @@ def where_the_time_went(tests: dict[str, list[dict]], top: int = 15) -> dict:
     """From the plugin's per-test records of each test process: when each process ran
     tests (its first test's start to its last test's end, seconds after the earliest
     start), the tests' CPU (their processes' own and what they started and reaped), and
-    the test files whose tests cost the most CPU."""
+    the test files whose tests cost the most CPU, in all and in the test processes alone."""
     records = [record for process in tests.values() for record in process]
     if not records:
         return {}
@@ -151,16 +151,22 @@ def where_the_time_went(tests: dict[str, list[dict]], top: int = 15) -> dict:
         if rows
     }
     by_file: dict[str, float] = defaultdict(float)
+    own_by_file: dict[str, float] = defaultdict(float)
     for record in records:
-        by_file[record["test"].split("::")[0]] += record["cpu_s"] + record["children_cpu_s"]
+        name = record["test"].split("::")[0]
+        by_file[name] += record["cpu_s"] + record["children_cpu_s"]
+        own_by_file[name] += record["cpu_s"]
+
+    def most(costs: dict[str, float]) -> list[dict]:
+        ranked = sorted(costs.items(), key=lambda kv: -kv[1])[:top]
+        return [{"file": name, "cpu_s": round(cpu, 1)} for name, cpu in ranked]
+
     return {
         "spans": spans,
         "cpu_s": round(sum(r["cpu_s"] for r in records), 1),
         "children_cpu_s": round(sum(r["children_cpu_s"] for r in records), 1),
-        "files": [
-            {"file": name, "cpu_s": round(cpu, 1)}
-            for name, cpu in sorted(by_file.items(), key=lambda kv: -kv[1])[:top]
-        ],
+        "files": most(by_file),
+        "files_own": most(own_by_file),
     }
 
 
@@ -192,6 +198,9 @@ def report_make(runs: list[dict], top: int = 15) -> None:
         )
         print("test files, most CPU (theirs and their processes'):")
         for item in processes["files"]:
+            print(f"  {item['cpu_s']:7.1f} s  {item['file']}")
+        print("test files, most CPU of the test processes' own:")
+        for item in processes.get("files_own", []):
             print(f"  {item['cpu_s']:7.1f} s  {item['file']}")
     by_kind = last.get("cpu_by_kind") or {}
     if by_kind:

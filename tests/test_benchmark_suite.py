@@ -40,6 +40,11 @@ def test_spans_cpu_and_the_costliest_files():
         {"file": "tests/b.py", "cpu_s": 7.5},
         {"file": "tests/c.py", "cpu_s": 3.0},
     ]
+    # the test processes' own: b's server is left out, and c costs more than b
+    assert found["files_own"] == [
+        {"file": "tests/c.py", "cpu_s": 3.0},
+        {"file": "tests/b.py", "cpu_s": 1.5},
+    ]
 
 
 def test_no_records_is_nothing_to_say():
