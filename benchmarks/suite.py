@@ -21,7 +21,8 @@ default: one per core and two more).
 ``ci``: clones ``--ref`` of this repository into a new folder and times
 ``CI=true bash .ci/run`` there, as CI runs it on a clean clone (the virtualenv, npm ci
 and the suite; the Debian packages only where missing: ``--without-chromium`` removes
-chromium first, so that its installation is timed too).
+chromium-headless-shell and chromium-common first, so that their installation is timed
+too; the desktop build, which needs chromium-common, goes with them).
 
 Results also go to benchmarks/results/, with what each command printed. The machine is
 noisy: compare medians of runs taken in the same minutes.
