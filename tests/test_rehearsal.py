@@ -6,13 +6,17 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util
+import json
 import os
 import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
@@ -55,6 +59,64 @@ _spec = importlib.util.spec_from_file_location(
 )
 hosts = sys.modules["rehearsal_hosts"] = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(hosts)
+
+
+def _rehearse_module():
+    """deploy/rehearsal/rehearse.py, loaded with its ``hosts`` the module above and this
+    process's path left as it was."""
+    spec = importlib.util.spec_from_file_location(
+        "rehearsal_rehearse", ROOT / "deploy/rehearsal/rehearse.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    path = list(sys.path)
+    sys.modules["hosts"] = hosts
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        sys.path[:] = path
+        del sys.modules["hosts"]
+    return module
+
+
+def test_the_rehearsals_client_follows_a_run_with_long_polls_that_wait():
+    """Each long poll asks for the events after the last it read: one that asked for them
+    all again was answered at once, and the client kept the web hosts at about a core's
+    worth of CPU for as long as a run took."""
+    asked: list[str | None] = []
+
+    class Api(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            url = urlsplit(self.path)
+            if url.path.endswith("/events"):
+                after = parse_qs(url.query).get("after", [None])[0]
+                asked.append(after)
+                seq = int(after or 0)
+                page = (
+                    {"runStatus": "running", "events": [{"seq": seq + 1}], "lastSeq": seq + 1}
+                    if seq < 2
+                    else {"runStatus": "succeeded", "events": [], "lastSeq": seq}
+                )
+            else:
+                page = {"id": "r1", "status": "succeeded"}
+            body = json.dumps(page).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Api)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        client = _rehearse_module().Api(f"http://127.0.0.1:{server.server_port}", "token")
+        assert client.finished("r1", timeout=5) == {"id": "r1", "status": "succeeded"}
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert asked == ["0", "1", "2"]
 
 
 def _programs(host: str) -> list[str]:

@@ -462,11 +462,17 @@ class Api:
         return self.client.get(f"/api/runs/{run_id}").json()
 
     def finished(self, run_id: str, timeout: float = 120) -> dict:
+        """The run once it has ended, followed by long polls as docs/api.md's client does:
+        each asks for the events after the last it read, so it waits for news."""
         deadline = time.monotonic() + timeout
+        after = 0
         while time.monotonic() < deadline:
-            page = self.client.get(f"/api/runs/{run_id}/events", params={"wait": 20}).json()
+            page = self.client.get(
+                f"/api/runs/{run_id}/events", params={"after": after, "wait": 20}
+            ).json()
             if page.get("runStatus") in ("succeeded", "failed", "cancelled"):
                 return self.run(run_id)
+            after = page.get("lastSeq", after)
         raise TimeoutError(f"run {run_id} did not finish within {timeout:g} s")
 
 
