@@ -24,6 +24,8 @@ FILES = (
     "tests/test_rehearsal.py",  # the rehearsal, and a test that starts processes
 )
 SLOW_FILES = ("test_faults.py", "test_resume_limit.py", "test_rehearsal.py")
+# A quick test (it starts no process) in a file of slow ones: handed out with the quick.
+QUICK_IN_SLOW_FILE = "test_the_rehearsals_client_follows_a_run_with_long_polls_that_wait"
 
 
 def _kind(test: str) -> str:
@@ -31,6 +33,8 @@ def _kind(test: str) -> str:
         return "first"
     if test.endswith(GROUPED):
         return "group"
+    if test.endswith(QUICK_IN_SLOW_FILE):
+        return "quick"
     if test.split("::")[0].endswith(SLOW_FILES):
         return "slow"
     return "quick"
