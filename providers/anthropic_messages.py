@@ -16,6 +16,7 @@ from anthropic import (
     APIConnectionError,
     APIStatusError,
     APITimeoutError,
+    DefaultHttpxClient,
 )
 
 from providers import anthropic_format
@@ -54,7 +55,14 @@ _SPEND_LIMIT_PHRASES = (
 class AnthropicProvider(SDKAdapter[Anthropic, MessageAssembler]):
     """Claude behind the ``ChatProvider`` protocol: a profile, a base URL and a key."""
 
-    sdk = SDK(Anthropic, APIStatusError, APITimeoutError, APIConnectionError, AnthropicError)
+    sdk = SDK(
+        Anthropic,
+        DefaultHttpxClient,
+        APIStatusError,
+        APITimeoutError,
+        APIConnectionError,
+        AnthropicError,
+    )
     default_profile = ANTHROPIC
     request_id_headers = ("request-id", "x-request-id")
 

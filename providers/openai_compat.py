@@ -13,7 +13,14 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 import httpx2  # the openai SDK's HTTP client
-from openai import APIConnectionError, APIStatusError, APITimeoutError, OpenAI, OpenAIError
+from openai import (
+    APIConnectionError,
+    APIStatusError,
+    APITimeoutError,
+    DefaultHttpxClient,
+    OpenAI,
+    OpenAIError,
+)
 
 from providers import chat_format
 from providers.accumulator import StreamAccumulator
@@ -25,7 +32,9 @@ from providers.sdk_adapter import SDK, Reply, SDKAdapter
 
 # The openai SDK's client and exceptions: every adapter on it (chat here, speech in
 # ``speech.openai_speech``) translates the same ones.
-OPENAI_SDK = SDK(OpenAI, APIStatusError, APITimeoutError, APIConnectionError, OpenAIError)
+OPENAI_SDK = SDK(
+    OpenAI, DefaultHttpxClient, APIStatusError, APITimeoutError, APIConnectionError, OpenAIError
+)
 
 
 class OpenAICompatProvider(SDKAdapter[OpenAI, StreamAccumulator]):

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ssl
 import time
+import weakref
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -31,6 +32,7 @@ from providers.base import (
 from providers.errors import classify_status, classify_stream_error, scrub
 from providers.interrupt import Abandoned, interrupted, waited
 from providers.profiles import ProviderProfile
+from providers.tls import httpx2_context
 
 
 @dataclass(frozen=True)
@@ -42,10 +44,19 @@ class SDK:
     """
 
     client: Callable[..., Any]
+    http_client: Callable[..., httpx2.Client]  # the SDK's own default one (its DefaultHttpxClient)
     status_error: type[Exception]  # an HTTP error reply: status_code, body, message, response
     timeout_error: type[Exception]  # no response in time (a subclass of connection_error)
     connection_error: type[Exception]  # no connection, or it broke before the response
     error: type[Exception]  # the base of everything else the SDK raises
+
+    def new_client(self, **options: Any) -> Any:
+        """The SDK's client on its own default HTTP client, with the process's TLS context
+        (``providers.tls``) rather than a new one; that HTTP client is closed with it."""
+        http_client = self.http_client(verify=httpx2_context())
+        client = self.client(http_client=http_client, **options)
+        weakref.finalize(client, http_client.close)
+        return client
 
 
 class Reply(NamedTuple):
@@ -206,7 +217,7 @@ class SDKAdapter[Client, Reader](SDKErrors, ABC):
         self._id_factory = id_factory
         self._client: Client | None = None
         if api_key:
-            self._client = self.sdk.client(
+            self._client = self.sdk.new_client(
                 api_key=api_key,  # explicit, so the SDK reads no credentials of its own
                 base_url=self.base_url,
                 # One retry policy (resilience.generate), not two stacked ones.

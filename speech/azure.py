@@ -27,6 +27,7 @@ import httpx
 
 from providers.base import BadRequest, ProviderError, TransientError
 from providers.errors import classify_status, error_detail, scrub
+from providers.tls import httpx_context
 from speech.base import SAMPLE_RATE, SpeechRequest, SpeechResult
 
 KEY_ENV = "AZURE_SPEECH_KEY"
@@ -96,6 +97,7 @@ class AzureSpeech:
         self._api_key = api_key
         self._client = httpx.Client(
             base_url=base,
+            verify=httpx_context(),
             timeout=self.timeout_s,
             headers={
                 "Ocp-Apim-Subscription-Key": api_key,

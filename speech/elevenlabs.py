@@ -28,6 +28,7 @@ from providers.base import (
     TransientError,
 )
 from providers.errors import classify_status, scrub
+from providers.tls import httpx_context
 from speech.base import SAMPLE_RATE, SpeechRequest, SpeechResult
 
 KEY_ENV = "ELEVENLABS_API_KEY"
@@ -77,7 +78,9 @@ class ElevenLabsSpeech:
                 api_key=api_key,  # explicit: the SDK would read ELEVENLABS_API_KEY itself
                 base_url=self.base_url or None,
                 timeout=self.timeout_s,
-                httpx_client=httpx.Client(timeout=self.timeout_s, follow_redirects=False),
+                httpx_client=httpx.Client(
+                    timeout=self.timeout_s, follow_redirects=False, verify=httpx_context()
+                ),
             )
 
     def __repr__(self) -> str:  # never the key

@@ -58,6 +58,7 @@ from providers.base import (
     TransientError,
 )
 from providers.errors import classify_status, error_detail, scrub
+from providers.tls import httpx_context
 
 logger = logging.getLogger(__name__)
 
@@ -137,6 +138,7 @@ class MubertMusic:
         timeout = httpx.Timeout(self.timeout_s, connect=min(self.timeout_s, CONNECT_TIMEOUT_S))
         self._client = httpx.Client(
             base_url=self.base_url,
+            verify=httpx_context(),
             timeout=timeout,
             headers={
                 "customer-id": customer_id,
@@ -145,7 +147,7 @@ class MubertMusic:
             },
         )
         # The download link is a file's URL: no credentials go with it.
-        self._files = httpx.Client(timeout=timeout, follow_redirects=True)
+        self._files = httpx.Client(timeout=timeout, follow_redirects=True, verify=httpx_context())
 
     def __repr__(self) -> str:  # never the token or the customer
         return f"MubertMusic(base_url={self.base_url!r})"

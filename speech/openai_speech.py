@@ -103,7 +103,7 @@ class OpenAISpeech(SDKErrors):
         self._api_key = api_key
         self._client = None
         if api_key:
-            self._client = self.sdk.client(
+            self._client = self.sdk.new_client(
                 api_key=api_key,  # explicit, so the SDK reads no credentials of its own
                 base_url=self.base_url,
                 max_retries=0,  # one retry policy (ours), not two stacked ones
