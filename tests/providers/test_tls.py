@@ -81,7 +81,7 @@ def test_a_provider_is_trusted_only_when_a_trusted_ca_vouches_for_it(
     server.script(turn("Hello over TLS."))
     base_url = server.base_url.replace("http://", "https://")
 
-    with pytest.raises(TransientError, match="CERTIFICATE_VERIFY_FAILED|certificate verify"):
+    with pytest.raises(TransientError, match=r"CERTIFICATE_VERIFY_FAILED|certificate verify"):
         OpenAICompatProvider(api_key="key", base_url=base_url, timeout=5).generate(ask())
 
     tls.httpx2_context.cache_clear()
