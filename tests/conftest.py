@@ -121,6 +121,16 @@ def _is_loopback(host: object) -> bool:
 
 
 @pytest.fixture(scope="session")
+def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix, django_db_blocker):
+    """Each test process's database is a copy of a migrated template that runs of the same
+    code share (``tests.support.template_database``), not migrated anew."""
+    from tests.support import template_database
+
+    with django_db_blocker.unblock():
+        template_database.use_template()
+
+
+@pytest.fixture(scope="session")
 def django_db_setup(django_db_setup, django_db_blocker):
     """The test databases commit without waiting for the disk (``synchronous_commit`` off
     for them alone, not for the server): a test's data dies with its database, and about a
