@@ -2,8 +2,8 @@
 
 Migrating a test database costs a test process 3-5 s of CPU; copying a migrated one
 (``CREATE DATABASE ... TEMPLATE``) a fraction of a second. The template is named by a
-fingerprint of everything that decides what migrating makes (the product's code, Django's
-version), so a change to any of it makes a new one, and it stays on the server between
+fingerprint of everything that decides what migrating makes (the product's code, the
+installed packages), so a change to any of it makes a new one, and it stays on the server between
 runs: a run of unchanged code migrates nothing, and the processes of a run that changed
 it migrate once between them, not once each. The first process to need it builds it while
 the others wait on a PostgreSQL advisory lock. Templates no run has used for a day are
@@ -17,10 +17,10 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import sysconfig
 import time
 from pathlib import Path
 
-import django
 import psycopg
 from django.conf import settings
 from django.db import connections
@@ -39,7 +39,11 @@ _LOCK = "adstudio-test-template"
 
 
 def fingerprint() -> str:
-    digest = hashlib.sha256(django.get_version().encode())
+    """Of the product's modules and the installed packages (Django's and the other apps'
+    migrations come with them)."""
+    packages = Path(sysconfig.get_paths()["purelib"])
+    installed = sorted(path.name for path in packages.glob("*.dist-info"))  # name-version
+    digest = hashlib.sha256("\n".join(installed).encode())
     for package in PRODUCT:
         for path in sorted((ROOT / package).rglob("*.py")):
             digest.update(str(path.relative_to(ROOT)).encode())
