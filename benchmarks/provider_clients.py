@@ -9,7 +9,8 @@ builds one per configuration and the tests one per fake server) both ways, alter
 block by block in this one process, and reads the process's CPU. "A context each" clears
 the shared contexts before every client, so that every client loads the CA certificates
 again (Mubert's adapter holds two HTTP clients, which made two contexts before and here
-share one: its figure understates what it cost). No request is sent. Prints CPU per client, medians of the runs, and the ratio.
+share one: its figure understates what it cost). No request is sent. Prints CPU per
+client, medians of the runs, and the ratio.
 """
 
 from __future__ import annotations
