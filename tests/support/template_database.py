@@ -3,11 +3,12 @@
 Migrating a test database costs a test process 3-5 s of CPU; copying a migrated one
 (``CREATE DATABASE ... TEMPLATE``) a fraction of a second. The template is named by a
 fingerprint of everything that decides what migrating makes (the product's code, the
-installed packages), so a change to any of it makes a new one, and it stays on the server between
-runs: a run of unchanged code migrates nothing, and the processes of a run that changed
-it migrate once between them, not once each. The first process to need it builds it while
-the others wait on a PostgreSQL advisory lock. Templates no run has used for a day are
-dropped (the last use is the database's comment), so edits do not pile them up.
+installed packages), so a change to any of it makes a new one, and it stays on the
+server between runs: a run of unchanged code migrates nothing, and the processes of a run
+that changed it migrate once between them, not once each. The first process to need it
+builds it while the others wait on a PostgreSQL advisory lock. Templates no run has used
+for a day are dropped (the last use is the database's comment), so edits do not pile
+them up.
 
 Django copies the template itself (its ``TEST["TEMPLATE"]`` setting) and still runs
 ``migrate``, which finds every migration applied and only sends ``post_migrate``.
