@@ -35,7 +35,8 @@ def test_templates_unused_for_a_day_are_dropped_and_recent_ones_kept():
     run = uuid.uuid4().hex[:8]
     stale, recent = (f"{template_database.PREFIX}{run}_{age}" for age in ("stale", "recent"))
     last_use = {stale: time.time() - template_database.UNUSED_FOR_S - 60, recent: time.time()}
-    with template_database._server(connection) as server:
+    server = template_database.maintenance_connection(connection)
+    with server, template_database.locked(server):
         try:
             for name, used in last_use.items():
                 server.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
@@ -45,7 +46,7 @@ def test_templates_unused_for_a_day_are_dropped_and_recent_ones_kept():
                     )
                 )
 
-            template_database._drop_unused(server, keep=connection.settings_dict["NAME"])
+            template_database.drop_unused(server, keep=connection.settings_dict["NAME"])
 
             left = {
                 name

@@ -20,6 +20,7 @@ import contextlib
 import hashlib
 import sysconfig
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import psycopg
@@ -57,27 +58,32 @@ def use_template(alias: str = "default") -> str:
     needed, and have Django create the test database from it; returns its name."""
     connection = connections[alias]
     name = PREFIX + fingerprint()
-    with _server(connection) as server:
-        server.execute("SELECT pg_advisory_lock(hashtext(%s))", [_LOCK])
-        try:
-            exists = server.execute(
-                "SELECT 1 FROM pg_database WHERE datname = %s", [name]
-            ).fetchone()
-            if not exists:
-                _build(connection, server, name)
-            server.execute(
-                sql.SQL("COMMENT ON DATABASE {} IS {}").format(
-                    sql.Identifier(name), sql.Literal(str(int(time.time())))
-                )
+    with maintenance_connection(connection) as server, locked(server):
+        exists = server.execute("SELECT 1 FROM pg_database WHERE datname = %s", [name])
+        if not exists.fetchone():
+            _build(connection, server, name)
+        server.execute(
+            sql.SQL("COMMENT ON DATABASE {} IS {}").format(
+                sql.Identifier(name), sql.Literal(str(int(time.time())))
             )
-            _drop_unused(server, keep=name)
-        finally:
-            server.execute("SELECT pg_advisory_unlock(hashtext(%s))", [_LOCK])
+        )
+        drop_unused(server, keep=name)
     connection.settings_dict.setdefault("TEST", {})["TEMPLATE"] = name
     return name
 
 
-def _server(connection) -> psycopg.Connection:
+@contextlib.contextmanager
+def locked(server: psycopg.Connection) -> Iterator[None]:
+    """Held while templates are looked for, built, marked as used or dropped, so that no
+    process drops one that another has just chosen to copy."""
+    server.execute("SELECT pg_advisory_lock(hashtext(%s))", [_LOCK])
+    try:
+        yield
+    finally:
+        server.execute("SELECT pg_advisory_unlock(hashtext(%s))", [_LOCK])
+
+
+def maintenance_connection(connection) -> psycopg.Connection:
     """A connection to the server's maintenance database, outside any transaction."""
     params = connection.get_connection_params()
     params = {k: v for k, v in params.items() if k in ("host", "port", "user", "password")}
@@ -106,9 +112,9 @@ def _build(connection, server: psycopg.Connection, name: str) -> None:
     )
 
 
-def _drop_unused(server: psycopg.Connection, *, keep: str) -> None:
+def drop_unused(server: psycopg.Connection, *, keep: str) -> None:
     """Drop the templates no run has used for a day (one in use stays; it is tried again
-    next time)."""
+    next time). Called under ``locked``."""
     rows = server.execute(
         "SELECT datname, shobj_description(oid, 'pg_database') FROM pg_database "
         "WHERE datname LIKE %s AND datname <> %s",
