@@ -49,6 +49,7 @@ defaults
     timeout connect 5s
     timeout client 65s
     timeout server 65s
+    timeout check 5s
     # A request whose connection to the web process failed, or was closed before any
     # answer (a process stopping as a reload replaces it), is sent again, elsewhere.
     retries 3

@@ -87,6 +87,7 @@ defaults
     timeout connect 5s
     timeout client 65s
     timeout server 65s
+    timeout check 5s
     retries 3
     retry-on conn-failure empty-response response-timeout
     option redispatch
