@@ -10,7 +10,8 @@ from testbed.fake_openai import Turn, call, error_turn
 
 def director(body: dict) -> Turn:
     """The scripted model: what each user message asks for, then a short answer (slow on
-    "even", so that a client can drop the stream while the run goes on)."""
+    "even", so that a client can drop the stream while the run goes on: 6 s, as node's
+    start on a busy host takes seconds of it before a client follows the run)."""
     messages = body["messages"]
     last = messages[-1]
     if last["role"] == "tool":
@@ -18,7 +19,7 @@ def director(body: dict) -> Turn:
         text = "Music v3 is even more upbeat." if "even" in user else "Done: music v2."
         if "more upbeat" in user and "even" not in user:
             text = "Music v2 is more upbeat, at 120 bpm."
-        return Turn(text=text, delay=3.0 if "even" in user else 0.0)
+        return Turn(text=text, delay=6.0 if "even" in user else 0.0)
     content = last["content"]
     if content.startswith("Brief"):
         return Turn(tool_calls=(call("create_music_draft", {"prompt": "calm acoustic"}),))
