@@ -16,6 +16,7 @@ from collections import defaultdict
 from pathlib import Path
 
 TICKS = os.sysconf("SC_CLK_TCK")
+FORKED = {"celery": "Celery worker"}  # a forked process's name -> its kind
 
 
 def kind_of(command: list[str]) -> str:
@@ -49,6 +50,22 @@ def kind_of(command: list[str]) -> str:
     return program
 
 
+def kind_of_process(pid: int, command: list[str]) -> str:
+    """``kind_of`` the command line, but for a process forked by the tests' fork server
+    (``testbed.forkserver``), which keeps the server's command line and is named by the
+    program it runs (``/proc/PID/comm``)."""
+    kind = kind_of(command)
+    if kind != "testbed.forkserver":
+        return kind
+    try:
+        name = Path(f"/proc/{pid}/comm").read_text().strip()
+    except OSError:
+        return kind
+    if name.startswith("python"):
+        return "fork server"
+    return f"{FORKED.get(name, name)} (forked)"
+
+
 def _read(pid: str) -> tuple[int, float, tuple[str, str]] | None:
     """``pid``'s parent, CPU seconds and identity (pid, start time), or None if gone."""
     try:
@@ -60,7 +77,7 @@ def _read(pid: str) -> tuple[int, float, tuple[str, str]] | None:
     return int(fields[1]), cpu, (pid, fields[19])
 
 
-def _command(pid: str) -> list[str]:
+def command_of(pid: str) -> list[str]:
     try:
         raw = Path(f"/proc/{pid}/cmdline").read_bytes()
     except OSError:
@@ -117,9 +134,9 @@ class ProcessCPU:
             # Read each time: a process first seen between its fork and its exec (setpriv's,
             # say) is named by the program it became; an exited one not yet reaped has no
             # command line left and keeps its name.
-            command = _command(str(pid))
+            command = command_of(str(pid))
             if identity not in self.seen or command:
-                self.seen[identity] = [kind_of(command), cpu]
+                self.seen[identity] = [kind_of_process(pid, command), cpu]
             else:
                 self.seen[identity][1] = cpu
 

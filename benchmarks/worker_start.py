@@ -11,7 +11,10 @@ memory and the seconds since its exec. Three ways, alternated run by run:
   Django's system checks run);
 - ``audio later``: ``ADSTUDIO_WORKER_LOADS_AUDIO=0`` (the first render loads them);
 - ``lean``: that and ``CELERY_SKIP_CHECKS=1``, as the test suite starts the workers of its
-  tests that render nothing (``tests/support/worker.py``: ``LEAN_WORKER``).
+  tests that render nothing (``tests/support/worker.py``: ``LEAN_WORKER``);
+- ``lean, forked``: the same, forked from a fork server that has imported the worker's
+  libraries (``testbed.forkserver``), as the suite's tests start their workers. The
+  server's own start is printed once, beside.
 
 The database is only named, not used; the broker (an empty Redis database,
 ``ADSTUDIO_BENCH_BROKER_URL``, 14 by default) receives nothing. Prints each way's runs and
@@ -22,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import statistics
 import subprocess
 import sys
@@ -30,6 +34,7 @@ import time
 from pathlib import Path
 
 from benchmarks._bench_db import ROOT, claim_redis, write_results
+from testbed.forkserver import ForkServer
 from testbed.worker import worker_command
 
 BROKER = os.environ.get("ADSTUDIO_BENCH_BROKER_URL", "redis://127.0.0.1:6379/14")
@@ -37,6 +42,7 @@ WAYS = {
     "deployed": {},
     "audio later": {"ADSTUDIO_WORKER_LOADS_AUDIO": "0"},
     "lean": {"ADSTUDIO_WORKER_LOADS_AUDIO": "0", "CELERY_SKIP_CHECKS": "1"},
+    "lean, forked": {"ADSTUDIO_WORKER_LOADS_AUDIO": "0", "CELERY_SKIP_CHECKS": "1"},
 }
 
 
@@ -49,7 +55,9 @@ def _cpu_and_rss(pid: int) -> tuple[float, float]:
     return cpu, rss_pages * os.sysconf("SC_PAGE_SIZE") / 2**20
 
 
-def one_start(extra: dict[str, str], broker_url: str) -> dict[str, float]:
+def one_start(
+    extra: dict[str, str], broker_url: str, server: ForkServer | None = None
+) -> dict[str, float]:
     env = {
         **os.environ,
         "CELERY_BROKER_URL": broker_url,
@@ -63,24 +71,28 @@ def one_start(extra: dict[str, str], broker_url: str) -> dict[str, float]:
         loglevel="INFO",
         extra=("-n", "bench@%h", "--without-gossip", "--without-mingle", "--without-heartbeat"),
     )
-    with tempfile.TemporaryFile("w+") as log:
+    with tempfile.TemporaryDirectory() as folder:
+        log = Path(folder) / "worker.log"
         started = time.monotonic()
-        process = subprocess.Popen(
-            command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, text=True
-        )
+        if server is not None:
+            log.write_text("")
+            process = server.start(command[1:], env=env, cwd=ROOT, log=log)
+        else:
+            with log.open("w") as out:
+                process = subprocess.Popen(
+                    command, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT
+                )
         try:
             while time.monotonic() - started < 120:
-                log.seek(0)
-                if " ready." in log.read():
+                if " ready." in log.read_text():
                     cpu, rss = _cpu_and_rss(process.pid)
                     return {"cpu_s": cpu, "rss_mb": rss, "wall_s": time.monotonic() - started}
                 if process.poll() is not None:
-                    log.seek(0)
-                    raise RuntimeError(f"the worker exited:\n{log.read()[-3000:]}")
+                    raise RuntimeError(f"the worker exited:\n{log.read_text()[-3000:]}")
                 time.sleep(0.02)
             raise RuntimeError("the worker was not ready within 120 s")
         finally:
-            process.kill()
+            os.kill(process.pid, signal.SIGKILL)
             process.wait(timeout=30)
 
 
@@ -94,10 +106,20 @@ def main() -> None:
     if not os.environ.get("DATABASE_URL", "").startswith(("postgres://", "postgresql://")):
         sys.exit("Set DATABASE_URL to a PostgreSQL server (it is named, not used).")
     claim_redis(args.broker_url)
+    started = time.monotonic()
+    server = ForkServer()
+    server_start = {
+        "wall_s": time.monotonic() - started,
+        "cpu_s": _cpu_and_rss(server.process.pid)[0],
+    }
     runs: dict[str, list[dict[str, float]]] = {way: [] for way in WAYS}
-    for _ in range(args.runs):
-        for way, extra in WAYS.items():
-            runs[way].append(one_start(extra, args.broker_url))
+    try:
+        for _ in range(args.runs):
+            for way, extra in WAYS.items():
+                forked = server if way.endswith("forked") else None
+                runs[way].append(one_start(extra, args.broker_url, forked))
+    finally:
+        server.stop()
     figures = {}
     for way, starts in runs.items():
         figures[way] = {name: [round(start[name], 2) for start in starts] for name in starts[0]} | {
@@ -105,11 +127,15 @@ def main() -> None:
             for name in starts[0]
         }
         print(
-            f"{way:12} CPU {figures[way]['median_cpu_s']:.2f} s {figures[way]['cpu_s']}, "
+            f"{way:13} CPU {figures[way]['median_cpu_s']:.2f} s {figures[way]['cpu_s']}, "
             f"resident {figures[way]['median_rss_mb']:.0f} MB, "
             f"ready after {figures[way]['median_wall_s']:.2f} s (medians of {args.runs})"
         )
-    write_results("worker_start", figures)
+    print(
+        f"the fork server's own start: CPU {server_start['cpu_s']:.2f} s, "
+        f"{server_start['wall_s']:.2f} s (once per test process)"
+    )
+    write_results("worker_start", figures | {"fork_server_start": server_start})
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@ import sys
 import time
 from pathlib import Path
 
+from testbed.forkserver import ForkedProcess, ForkServer
 from testbed.lifetime import tethered
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -50,15 +51,19 @@ class WorkerProcess:
         name: str = "test",
         quiet: bool = False,
         args: tuple[str, ...] = (),
+        forked: bool = False,
     ) -> None:
-        """``args``: more of the worker's command line."""
+        """``args``: more of the worker's command line. ``forked``: from this process's
+        fork server (``testbed.forkserver``), which has imported the worker's libraries,
+        where the environment allows; a new interpreter otherwise."""
         self.name = name
+        self.forked = forked
         self.args = args
         self.quiet = quiet
         self.log_dir = log_dir
         self.env = env
         self.concurrency = concurrency
-        self.process: subprocess.Popen | None = None
+        self.process: subprocess.Popen | ForkedProcess | None = None
         self.starts = 0
 
     def start(self, timeout: float = 30.0) -> None:
@@ -79,15 +84,20 @@ class WorkerProcess:
                 *self.args,
             ),
         )
-        with self.log.open("w") as out:
-            self.process = subprocess.Popen(
-                tethered(command),
-                cwd=ROOT,
-                env=env,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
+        server = ForkServer.shared() if self.forked else None
+        if server is not None and server.can_start(env):
+            self.log.write_text("")
+            self.process = server.start(command[1:], env=env, cwd=ROOT, log=self.log)
+        else:
+            with self.log.open("w") as out:
+                self.process = subprocess.Popen(
+                    tethered(command),
+                    cwd=ROOT,
+                    env=env,
+                    stdout=out,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,
+                )
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if " ready." in self.log.read_text():

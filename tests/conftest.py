@@ -174,13 +174,14 @@ def _run_wakeups_stopped_before_teardown(django_db_setup):
 
 @pytest.fixture(autouse=True)
 def _no_network_beyond_loopback(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Fail any connection to a non-loopback address (no real LLM call, ever)."""
+    """Fail any connection to a non-loopback address (no real LLM call, ever); a Unix
+    socket never leaves the machine."""
     real_connect = socket.socket.connect
     real_getaddrinfo = socket.getaddrinfo
 
     def guarded_connect(sock: socket.socket, address, *args, **kwargs):
         host = address[0] if isinstance(address, tuple) else address
-        if not _is_loopback(host):
+        if sock.family != socket.AF_UNIX and not _is_loopback(host):
             raise ConnectionRefusedError(f"test tried to reach {host!r}: only loopback allowed")
         return real_connect(sock, address, *args, **kwargs)
 

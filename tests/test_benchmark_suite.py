@@ -9,8 +9,10 @@ import sys
 
 import pytest
 
-from benchmarks.process_cpu import ProcessCPU, kind_of
+from benchmarks.process_cpu import ProcessCPU, command_of, kind_of, kind_of_process
 from benchmarks.suite import where_the_time_went
+from testbed.forkserver import ForkServer
+from tests.support.worker import ROOT
 
 
 def record(test: str, start: float, end: float, cpu: float, children: float = 0.0) -> dict:
@@ -93,3 +95,24 @@ def test_the_cpu_of_a_commands_processes_is_counted_by_kind():
     assert set(counted) <= {"other Python", "sleep"}, counted
     assert counted["other Python"]["processes"] == 1
     assert 0.8 <= counted["other Python"]["cpu_s"] <= 1.2, counted
+
+
+@pytest.mark.slow
+def test_a_process_forked_by_the_fork_server_is_named_by_its_program(tmp_path):
+    """Its command line stays the server's; its name (``/proc/PID/comm``) says what it
+    runs."""
+    server = ForkServer(modules=("json",))
+    try:
+        assert (
+            kind_of_process(server.process.pid, command_of(str(server.process.pid)))
+            == "fork server"
+        )
+        with ProcessCPU(server.process.pid, every=0.05) as polled:
+            child = server.start(
+                ["-m", "celery", "--version"], env=dict(os.environ), cwd=ROOT, log=tmp_path / "log"
+            )
+            assert child.wait(timeout=60) == 0
+        assert (tmp_path / "log").read_text().strip()  # celery's version
+        assert polled.by_kind()["Celery worker (forked)"]["processes"] == 1, polled.by_kind()
+    finally:
+        server.stop()

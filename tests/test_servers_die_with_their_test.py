@@ -1,6 +1,7 @@
 """A killed test process leaves no server behind: the gunicorn (its master and workers),
-Celery worker and Redis it started die with it, though SIGKILL gave it no chance to stop
-them (``testbed.lifetime``). Before, they outlived a killed pytest and went on consuming a
+Celery workers (one executed, one forked from the fork server, and that server) and Redis
+it started die with it, though SIGKILL gave it no chance to stop them
+(``testbed.lifetime``). Before, they outlived a killed pytest and went on consuming a
 shared Redis database."""
 
 from __future__ import annotations
@@ -39,8 +40,12 @@ worker = WorkerProcess(log_dir=folder, env={"DATABASE_URL": os.environ["DATABASE
                        **LEAN_WORKER},
                        concurrency=1)
 worker.start()
+forked = WorkerProcess(log_dir=folder, env=worker.env, concurrency=1, name="forked", forked=True)
+forked.start()
+from testbed.forkserver import ForkServer
 print(json.dumps({"redis": redis.process.pid, "web": web.process.pid,
-                  "worker": worker.process.pid}), flush=True)
+                  "worker": worker.process.pid, "forked": forked.process.pid,
+                  "fork_server": ForkServer.shared().process.pid}), flush=True)
 time.sleep(600)
 """
 
@@ -64,6 +69,10 @@ def _alive(pid: int) -> bool:
     return state != "Z"  # a zombie is dead, waiting for its parent to read its status
 
 
+def _parent(pid: int) -> int:
+    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+
+
 def test_the_servers_of_a_killed_test_process_die_with_it(tmp_path):
     env = {**os.environ, "DATABASE_URL": database_url()}
     env["DJANGO_SETTINGS_MODULE"] = "adstudio.settings"
@@ -80,9 +89,10 @@ def test_the_servers_of_a_killed_test_process_die_with_it(tmp_path):
         assert line, f"the child started nothing: {child.wait(30)}"
         pids = json.loads(line)
         web_session = _session_members(pids["web"])
-        servers = {pids["redis"], pids["worker"], *web_session}
+        servers = {pids["redis"], pids["worker"], pids["forked"], pids["fork_server"], *web_session}
         assert len(web_session) >= 2, "gunicorn's master and its worker"
         assert all(_alive(pid) for pid in servers)
+        assert _parent(pids["forked"]) == pids["fork_server"], "forked, not executed"
 
         os.kill(child.pid, signal.SIGKILL)  # no clean-up of its own runs
         child.wait(10)

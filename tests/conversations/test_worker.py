@@ -151,6 +151,7 @@ def test_a_dead_workers_run_is_resumed_by_a_live_worker_with_nothing_restarted(
         log_dir=tmp_path,
         env={**worker_env(broker_url=broker_url, fake_openai=fake_openai), **worker_extra_env},
         name="survivor",
+        forked=True,
     )
     survivor.start()
     try:

@@ -65,7 +65,7 @@ def stack(private_postgres, fake_openai, tmp_path):
         "ADSTUDIO_HEARTBEAT_INTERVAL": "0.5",
         **LEAN_WORKER,
     }
-    worker = WorkerProcess(log_dir=tmp_path, env=env, name="crash")
+    worker = WorkerProcess(log_dir=tmp_path, env=env, name="crash", forked=True)
     worker.start()
     yield env, worker
     worker.kill()  # nothing is asserted after the test: no warm shutdown to wait for

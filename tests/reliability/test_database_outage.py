@@ -114,6 +114,7 @@ def test_a_workers_recovery_sweep_succeeds_within_two_seconds_of_the_database(
             **LEAN_WORKER,
         },
         name="outage",
+        forked=True,
     )
     sender = Celery(broker=redis.url, set_as_current=False)  # the suite's app stays current
     try:

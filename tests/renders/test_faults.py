@@ -45,6 +45,7 @@ def render_worker(tmp_path: Path, env: dict[str, str], name: str = "renders") ->
         env={**TIMINGS, "PGAPPNAME": "adstudio-test-render-worker", **env},
         concurrency=4,
         name=name,
+        forked=True,
     )
 
 

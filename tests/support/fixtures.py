@@ -125,6 +125,7 @@ def worker(broker, broker_url, fake_openai, tmp_path, worker_extra_env):
     process = WorkerProcess(
         log_dir=tmp_path,
         env={**worker_env(broker_url=broker_url, fake_openai=fake_openai), **worker_extra_env},
+        forked=True,
     )
     process.start()
     yield process

@@ -1,0 +1,260 @@
+"""Processes forked from one that has already imported their libraries: a test's Celery
+worker starts in under a third of the CPU of a new interpreter's
+(benchmarks/worker_start.py), and the suite starts about fifty of them.
+
+The server is ``python -m testbed.forkserver SOCKET MODULE...``: it imports the modules
+(none that reads Django's settings, so that each child still configures itself from its
+own environment), then listens on a Unix socket. Each connection asks for one process, as
+one line of JSON (``argv``: a ``python -m`` module and its arguments, ``env``, ``cwd``,
+``log``); the server forks, answers ``{"pid": N}`` and, when the child ends, its exit code
+(negative: the signal that ended it, as ``subprocess`` says it), then closes.
+
+The child is what ``python -m MODULE ARGS`` would be from there on: its own session (a
+test signals its process group), its environment replaced, stdout and stderr to the log,
+killed when the server dies (which dies with the test process that started it:
+``testbed.lifetime``). A program whose start the environment changes below Python
+(``LD_PRELOAD``: libfaketime) cannot be forked: ``ForkServer.can_start`` says so and the
+caller executes it instead.
+"""
+
+from __future__ import annotations
+
+import atexit
+import ctypes
+import importlib
+import json
+import os
+import runpy
+import select
+import selectors
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+from testbed.lifetime import die_with_parent, tethered
+
+PR_SET_NAME = 15
+
+# What an interpreter reads from its environment as it starts, before any module of
+# ours: a child whose environment changes one of them is executed anew, not forked.
+EXEC_ONLY = ("LD_PRELOAD", "LD_LIBRARY_PATH", "LANG", "OTEL_PYTHON_CONTEXT")
+EXEC_ONLY_PREFIXES = ("PYTHON", "LC_")
+
+# A lean test worker's libraries that read no settings when imported (its start's CPU:
+# celery and Django's modules about half, the openai SDK a quarter).
+WORKER_MODULES = (
+    "celery.bin.celery",
+    "celery.apps.worker",
+    "celery.concurrency.thread",
+    "kombu.transport.redis",
+    "redis",
+    "psycopg",
+    "psycopg_pool",
+    "django.db.models",
+    "django.contrib.admin",
+    "django.http",
+    "django.urls",
+    "httpx",
+    "numpy",
+    "openai",
+    "tiktoken",
+)
+
+
+class ForkedProcess:
+    """What a test needs of a ``subprocess.Popen`` for a process the server forked: its
+    ``pid``, ``poll()``, ``wait(timeout)`` and ``returncode``."""
+
+    def __init__(self, connection: socket.socket, args: list[str]) -> None:
+        self._connection = connection
+        self._received = b""
+        self.args = args
+        self.pid: int = json.loads(self._line(timeout=60) or b"{}")["pid"]
+        self.returncode: int | None = None
+
+    def poll(self) -> int | None:
+        return self._ended(timeout=0)
+
+    def wait(self, timeout: float | None = None) -> int:
+        code = self._ended(timeout)
+        if code is None:
+            raise subprocess.TimeoutExpired(self.args, timeout or 0)
+        return code
+
+    def _ended(self, timeout: float | None) -> int | None:
+        if self.returncode is None:
+            line = self._line(timeout)
+            if line is None:
+                return None
+            if not line:  # the server died before the child's end reached us
+                raise RuntimeError(f"the fork server lost process {self.pid}")
+            self.returncode = json.loads(line)["returncode"]
+            self._connection.close()
+        return self.returncode
+
+    def _line(self, timeout: float | None) -> bytes | None:
+        """The server's next line; None if none came within ``timeout``; b"" at its end."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while b"\n" not in self._received:
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
+            if not select.select([self._connection], [], [], left)[0]:
+                return None
+            chunk = self._connection.recv(4096)
+            if not chunk:
+                return b""
+            self._received += chunk
+        line, self._received = self._received.split(b"\n", 1)
+        return line
+
+
+class ForkServer:
+    """The client: ``start(argv, env=..., cwd=..., log=...)`` a process from the server.
+    ``shared()``: one per test process, started at its first use."""
+
+    _shared: ForkServer | None = None
+    _lock = threading.Lock()
+
+    def __init__(self, modules: tuple[str, ...] = WORKER_MODULES) -> None:
+        self.folder = Path(tempfile.mkdtemp(prefix="adstudio-forkserver-"))
+        self.socket_path = self.folder / "socket"
+        self.log = self.folder / "server.log"
+        with self.log.open("w") as out:
+            self.process = subprocess.Popen(
+                tethered(
+                    [sys.executable, "-m", "testbed.forkserver", str(self.socket_path), *modules]
+                ),
+                cwd=Path(__file__).resolve().parent.parent,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+            )
+        deadline = time.monotonic() + 60
+        while not self.socket_path.exists():
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"the fork server did not start:\n{self.log.read_text()}")
+            time.sleep(0.02)
+        self.environ = dict(os.environ)
+        atexit.register(self.stop)
+
+    @classmethod
+    def shared(cls) -> ForkServer | None:
+        """This process's server, or None from a thread other than the main one: the
+        server dies with the thread that starts it."""
+        with cls._lock:
+            if cls._shared is None or cls._shared.process.poll() is not None:
+                if threading.current_thread() is not threading.main_thread():
+                    return None
+                cls._shared = cls()
+            return cls._shared
+
+    def can_start(self, env: dict[str, str]) -> bool:
+        """Whether a child with ``env`` is the program a new interpreter would be."""
+        names = {
+            *EXEC_ONLY,
+            *(n for n in {*env, *self.environ} if n.startswith(EXEC_ONLY_PREFIXES)),
+        }
+        return all(env.get(name) == self.environ.get(name) for name in names)
+
+    def start(self, argv: list[str], *, env: dict[str, str], cwd: Path, log: Path) -> ForkedProcess:
+        """``argv``: ``["-m", MODULE, ARG...]``, as after ``python``."""
+        if argv[0] != "-m":
+            raise ValueError(f"only `python -m MODULE` can be forked, not {argv}")
+        connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        connection.connect(str(self.socket_path))
+        request = {"argv": argv[1:], "env": env, "cwd": str(cwd), "log": str(log)}
+        connection.sendall(json.dumps(request).encode() + b"\n")
+        return ForkedProcess(connection, [sys.executable, *argv])
+
+    def stop(self) -> None:
+        """Kill the server, and so its children, and remove its socket's folder."""
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait(timeout=10)
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
+# --- the server ------------------------------------------------------------------------
+
+
+def _child(request: dict, server: int) -> None:
+    """Become ``python -m MODULE ARGS`` with the request's environment. Its end, normal or
+    not, unwinds out of ``serve`` as a SystemExit or an exception would out of a new
+    interpreter's ``-m``: the interpreter's exit (atexit, threads joined) then runs as it
+    would there, and the server's loop never runs again in the child."""
+    os.setsid()
+    die_with_parent()
+    module, *args = request["argv"]
+    name_this_process(module)
+    if os.getppid() != server:  # the server died before the line above
+        os._exit(1)
+    log = os.open(request["log"], os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.dup2(log, 1)
+    os.dup2(log, 2)
+    os.close(log)
+    os.close(null)
+    os.chdir(request["cwd"])
+    os.environ.clear()
+    os.environ.update(request["env"])
+    time.tzset()  # TZ, as a new interpreter reads it
+    sys.argv = [module, *args]
+    runpy.run_module(module, run_name="__main__", alter_sys=True)
+    raise SystemExit(0)
+
+
+def name_this_process(name: str) -> None:
+    """The process's name in ``/proc/PID/comm`` (its command line stays the server's):
+    how ``benchmarks/process_cpu.py`` tells a forked ``celery`` from the server."""
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_NAME, name.encode()[:15])
+
+
+def serve(socket_path: str, modules: list[str]) -> None:
+    for module in modules:
+        importlib.import_module(module)
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(socket_path + ".tmp")
+    listener.listen(64)
+    os.rename(socket_path + ".tmp", socket_path)  # the client waits for the name
+    server = os.getpid()
+    selector = selectors.DefaultSelector()
+    selector.register(listener, selectors.EVENT_READ)
+    while True:
+        for key, _ in selector.select():
+            if key.fileobj is listener:
+                connection, _ = listener.accept()
+                request = json.loads(connection.makefile("r", encoding="utf-8").readline())
+                sys.stdout.flush()
+                sys.stderr.flush()
+                pid = os.fork()
+                if pid == 0:  # the server's sockets are not the child's
+                    for other in list(selector.get_map().values()):
+                        if other.data:
+                            other.data[1].close()
+                            os.close(other.fd)
+                    selector.close()
+                    listener.close()
+                    connection.close()
+                    _child(request, server)
+                connection.sendall(json.dumps({"pid": pid}).encode() + b"\n")
+                selector.register(os.pidfd_open(pid), selectors.EVENT_READ, (pid, connection))
+            else:
+                pid, connection = key.data
+                selector.unregister(key.fileobj)
+                os.close(key.fileobj)
+                _, status = os.waitpid(pid, 0)
+                try:
+                    code = os.waitstatus_to_exitcode(status)
+                    connection.sendall(json.dumps({"returncode": code}).encode() + b"\n")
+                except OSError:
+                    pass  # the client went first
+                connection.close()
+
+
+if __name__ == "__main__":
+    serve(sys.argv[1], sys.argv[2:])
