@@ -16,7 +16,7 @@ from collections import defaultdict
 from pathlib import Path
 
 TICKS = os.sysconf("SC_CLK_TCK")
-FORKED = {"celery": "Celery worker"}  # a forked process's name -> its kind
+FORKED = {"celery": "Celery worker", "gunicorn": "gunicorn"}  # a forked process's name -> its kind
 
 
 def kind_of(command: list[str]) -> str:

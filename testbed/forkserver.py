@@ -1,12 +1,14 @@
 """Processes forked from one that has already imported their libraries: a test's Celery
 worker starts in under a third of the CPU of a new interpreter's
-(benchmarks/worker_start.py), and the suite starts about fifty of them.
+(benchmarks/worker_start.py), its gunicorn in under half, and the suite starts about
+fifty and fifteen of them.
 
 The server is ``python -m testbed.forkserver SOCKET MODULE...``: it imports the modules
 (none that reads Django's settings, so that each child still configures itself from its
 own environment), then listens on a Unix socket. Each connection asks for one process, as
 one line of JSON (``argv``: a ``python -m`` module and its arguments, ``env``, ``cwd``,
-``log``); the server forks, answers ``{"pid": N}`` and, when the child ends, its exit code
+``log``, ``fds``: the numbers under which the child gets the descriptors passed with the
+line); the server forks, answers ``{"pid": N}`` and, when the child ends, its exit code
 (negative: the signal that ended it, as ``subprocess`` says it), then closes.
 
 The child is what ``python -m MODULE ARGS`` would be from there on: its own session (a
@@ -20,7 +22,9 @@ caller executes it instead.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import ctypes
+import fcntl
 import importlib
 import json
 import os
@@ -45,9 +49,14 @@ PR_SET_NAME = 15
 EXEC_ONLY = ("LD_PRELOAD", "LD_LIBRARY_PATH", "LANG", "OTEL_PYTHON_CONTEXT")
 EXEC_ONLY_PREFIXES = ("PYTHON", "LC_")
 
-# A lean test worker's libraries that read no settings when imported (its start's CPU:
-# celery and Django's modules about half, the openai SDK a quarter).
-WORKER_MODULES = (
+# The libraries of a lean test worker and of gunicorn with uvicorn's workers that read no
+# settings when imported (a worker's start's CPU: celery and Django's modules about half,
+# the openai SDK a quarter).
+MODULES = (
+    "gunicorn.app.wsgiapp",
+    "gunicorn.arbiter",
+    "uvicorn",
+    "uvicorn_worker",
     "celery.bin.celery",
     "celery.apps.worker",
     "celery.concurrency.thread",
@@ -74,8 +83,11 @@ class ForkedProcess:
         self._connection = connection
         self._received = b""
         self.args = args
-        self.pid: int = json.loads(self._line(timeout=60) or b"{}")["pid"]
         self.returncode: int | None = None
+        line = self._line(timeout=60)
+        if not line:
+            raise RuntimeError(f"the fork server started no process for {args}: see its log")
+        self.pid: int = json.loads(line)["pid"]
 
     def poll(self) -> int | None:
         return self._ended(timeout=0)
@@ -119,7 +131,7 @@ class ForkServer:
     _shared: ForkServer | None = None
     _lock = threading.Lock()
 
-    def __init__(self, modules: tuple[str, ...] = WORKER_MODULES) -> None:
+    def __init__(self, modules: tuple[str, ...] = MODULES) -> None:
         self.folder = Path(tempfile.mkdtemp(prefix="adstudio-forkserver-"))
         self.socket_path = self.folder / "socket"
         self.log = self.folder / "server.log"
@@ -160,14 +172,30 @@ class ForkServer:
         }
         return all(env.get(name) == self.environ.get(name) for name in names)
 
-    def start(self, argv: list[str], *, env: dict[str, str], cwd: Path, log: Path) -> ForkedProcess:
-        """``argv``: ``["-m", MODULE, ARG...]``, as after ``python``."""
+    def start(
+        self,
+        argv: list[str],
+        *,
+        env: dict[str, str],
+        cwd: Path,
+        log: Path,
+        pass_fds: tuple[int, ...] = (),
+    ) -> ForkedProcess:
+        """``argv``: ``["-m", MODULE, ARG...]``, as after ``python``; ``pass_fds``: this
+        process's descriptors the child has under the same numbers (a listening socket)."""
         if argv[0] != "-m":
             raise ValueError(f"only `python -m MODULE` can be forked, not {argv}")
         connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         connection.connect(str(self.socket_path))
-        request = {"argv": argv[1:], "env": env, "cwd": str(cwd), "log": str(log)}
-        connection.sendall(json.dumps(request).encode() + b"\n")
+        request = {
+            "argv": argv[1:],
+            "env": env,
+            "cwd": str(cwd),
+            "log": str(log),
+            "fds": list(pass_fds),
+        }
+        message = json.dumps(request).encode() + b"\n"
+        socket.send_fds(connection, [message], list(pass_fds))
         return ForkedProcess(connection, [sys.executable, *argv])
 
     def stop(self) -> None:
@@ -181,7 +209,19 @@ class ForkServer:
 # --- the server ------------------------------------------------------------------------
 
 
-def _child(request: dict, server: int) -> None:
+def _request(connection: socket.socket) -> tuple[dict, list[int]]:
+    """A client's request and the descriptors it passed (received under new numbers)."""
+    received, passed = b"", []
+    while not received.endswith(b"\n"):
+        data, descriptors, _flags, _address = socket.recv_fds(connection, 1 << 20, 16)
+        if not data:
+            raise ConnectionError("the client left before its request was whole")
+        received += data
+        passed += descriptors
+    return json.loads(received), passed
+
+
+def _child(request: dict, server: int, passed: list[int]) -> None:
     """Become ``python -m MODULE ARGS`` with the request's environment. Its end, normal or
     not, unwinds out of ``serve`` as a SystemExit or an exception would out of a new
     interpreter's ``-m``: the interpreter's exit (atexit, threads joined) then runs as it
@@ -199,6 +239,15 @@ def _child(request: dict, server: int) -> None:
     os.dup2(log, 2)
     os.close(log)
     os.close(null)
+    # Out of the way of every number wanted first, then to those numbers (inheritable, as
+    # ``pass_fds`` leaves them).
+    above = max([*passed, *request["fds"], 2]) + 1
+    parked = [fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, above) for fd in passed]
+    for fd in passed:
+        os.close(fd)
+    for fd, number in zip(parked, request["fds"], strict=True):
+        os.dup2(fd, number)
+        os.close(fd)
     os.chdir(request["cwd"])
     os.environ.clear()
     os.environ.update(request["env"])
@@ -228,7 +277,11 @@ def serve(socket_path: str, modules: list[str]) -> None:
         for key, _ in selector.select():
             if key.fileobj is listener:
                 connection, _ = listener.accept()
-                request = json.loads(connection.makefile("r", encoding="utf-8").readline())
+                try:
+                    request, passed = _request(connection)
+                except (OSError, ValueError):  # a client gone, or not one of ours
+                    connection.close()
+                    continue
                 sys.stdout.flush()
                 sys.stderr.flush()
                 pid = os.fork()
@@ -240,8 +293,11 @@ def serve(socket_path: str, modules: list[str]) -> None:
                     selector.close()
                     listener.close()
                     connection.close()
-                    _child(request, server)
-                connection.sendall(json.dumps({"pid": pid}).encode() + b"\n")
+                    _child(request, server, passed)
+                for descriptor in passed:
+                    os.close(descriptor)
+                with contextlib.suppress(OSError):  # a client gone: its child is reaped still
+                    connection.sendall(json.dumps({"pid": pid}).encode() + b"\n")
                 selector.register(os.pidfd_open(pid), selectors.EVENT_READ, (pid, connection))
             else:
                 pid, connection = key.data

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 
 import pytest
@@ -40,6 +41,7 @@ def test_a_child_runs_as_its_own_program_and_says_how_it_ended(server, tmp_path)
         "session": child.pid,  # a session of its own: its group is signalled by its pid
         "pid": child.pid,
         "main": "__main__",
+        "port": None,
     }
     assert child.pid != server.process.pid
 
@@ -72,3 +74,31 @@ def test_what_a_new_interpreter_reads_at_its_start_is_not_forked(server):
 def test_only_a_module_can_be_forked(server, tmp_path):
     with pytest.raises(ValueError, match="python -m MODULE"):
         server.start(["-c", "print(1)"], env=dict(os.environ), cwd=ROOT, log=tmp_path / "x")
+
+
+def test_a_passed_descriptor_is_the_childs_under_the_same_number(server, tmp_path):
+    """As ``subprocess``'s ``pass_fds``: gunicorn is given its listening socket so."""
+    listening = socket.create_server(("127.0.0.1", 0))
+    log = tmp_path / "child.log"
+    try:
+        number = listening.fileno()
+        child = server.start(
+            [*PROGRAM, "socket", str(number)],
+            env=dict(os.environ),
+            cwd=ROOT,
+            log=log,
+            pass_fds=(number,),
+        )
+        assert child.wait(timeout=30) == 0, log.read_text()
+        assert json.loads(log.read_text())["port"] == listening.getsockname()[1]
+    finally:
+        listening.close()
+
+
+def test_a_client_gone_before_its_request_was_whole_leaves_the_server_serving(server, tmp_path):
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as gone:
+        gone.connect(str(server.socket_path))
+        gone.sendall(b'{"argv": ["-m"')  # and no more
+    child = server.start([*PROGRAM, "0"], env=dict(os.environ), cwd=ROOT, log=tmp_path / "log")
+    assert child.wait(timeout=30) == 0
+    assert server.process.poll() is None

@@ -1,5 +1,6 @@
 """gunicorn as README runs it in production (with uvicorn's ASGI workers, ``asgi=True``,
-or its threaded WSGI workers), started by a test on a free loopback port."""
+or its threaded WSGI workers), started by a test on a free loopback port: forked from the
+test process's fork server (``testbed.forkserver``) where the environment allows."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from pathlib import Path
 
 import httpx
 
+from testbed.forkserver import ForkedProcess, ForkServer
 from testbed.lifetime import tethered
 from tests.support.parallel import listening_socket
 from tests.support.worker import ROOT
@@ -32,7 +34,7 @@ class WebServer:
         self.log = log
         self.threads = threads
         self.asgi = asgi
-        self.process: subprocess.Popen | None = None
+        self.process: subprocess.Popen | ForkedProcess | None = None
 
     def start(self, *, ready_path: str = "/api/", timeout: float = 60.0) -> WebServer:
         env = {**os.environ, "ALLOWED_HOSTS": "127.0.0.1", **self.env}
@@ -66,16 +68,23 @@ class WebServer:
                 f"fd://{self.socket.fileno()}",
             ]
         command += ["--config", "python:testbed.gunicorn_tethered"]
-        with self.log.open("w") as out:
-            self.process = subprocess.Popen(
-                tethered(command),
-                cwd=ROOT,
-                env=env,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-                pass_fds=(self.socket.fileno(),),
+        server = ForkServer.shared()
+        if server is not None and server.can_start(env):
+            self.log.write_text("")
+            self.process = server.start(
+                command[1:], env=env, cwd=ROOT, log=self.log, pass_fds=(self.socket.fileno(),)
             )
+        else:
+            with self.log.open("w") as out:
+                self.process = subprocess.Popen(
+                    tethered(command),
+                    cwd=ROOT,
+                    env=env,
+                    stdout=out,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,
+                    pass_fds=(self.socket.fileno(),),
+                )
         self.socket.close()  # gunicorn's now: the port refuses connections once it exits
         try:
             # The socket listens already: the request waits in its queue until gunicorn
