@@ -206,6 +206,35 @@ class ForkServer:
         shutil.rmtree(self.folder, ignore_errors=True)
 
 
+def launch(
+    command: list[str],
+    *,
+    env: dict[str, str],
+    cwd: Path,
+    log: Path,
+    forked: bool = True,
+    pass_fds: tuple[int, ...] = (),
+) -> subprocess.Popen | ForkedProcess:
+    """``command`` (``[python, "-m", MODULE, ARG...]``) as a test's server: forked from this
+    process's fork server where it can be (``forked``, the thread, the environment), a new
+    interpreter otherwise; either way in a session of its own, its output to ``log`` (new),
+    dying with the test process."""
+    server = ForkServer.shared() if forked else None
+    if server is not None and server.can_start(env):
+        log.write_text("")
+        return server.start(command[1:], env=env, cwd=cwd, log=log, pass_fds=pass_fds)
+    with log.open("w") as out:
+        return subprocess.Popen(
+            tethered(command),
+            cwd=cwd,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            pass_fds=pass_fds,
+        )
+
+
 # --- the server ------------------------------------------------------------------------
 
 

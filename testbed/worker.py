@@ -10,8 +10,7 @@ import sys
 import time
 from pathlib import Path
 
-from testbed.forkserver import ForkedProcess, ForkServer
-from testbed.lifetime import tethered
+from testbed.forkserver import ForkedProcess, launch
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -84,20 +83,7 @@ class WorkerProcess:
                 *self.args,
             ),
         )
-        server = ForkServer.shared() if self.forked else None
-        if server is not None and server.can_start(env):
-            self.log.write_text("")
-            self.process = server.start(command[1:], env=env, cwd=ROOT, log=self.log)
-        else:
-            with self.log.open("w") as out:
-                self.process = subprocess.Popen(
-                    tethered(command),
-                    cwd=ROOT,
-                    env=env,
-                    stdout=out,
-                    stderr=subprocess.STDOUT,
-                    start_new_session=True,
-                )
+        self.process = launch(command, env=env, cwd=ROOT, log=self.log, forked=self.forked)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if " ready." in self.log.read_text():

@@ -13,8 +13,7 @@ from pathlib import Path
 
 import httpx
 
-from testbed.forkserver import ForkedProcess, ForkServer
-from testbed.lifetime import tethered
+from testbed.forkserver import ForkedProcess, launch
 from tests.support.parallel import listening_socket
 from tests.support.worker import ROOT
 
@@ -68,23 +67,9 @@ class WebServer:
                 f"fd://{self.socket.fileno()}",
             ]
         command += ["--config", "python:testbed.gunicorn_tethered"]
-        server = ForkServer.shared()
-        if server is not None and server.can_start(env):
-            self.log.write_text("")
-            self.process = server.start(
-                command[1:], env=env, cwd=ROOT, log=self.log, pass_fds=(self.socket.fileno(),)
-            )
-        else:
-            with self.log.open("w") as out:
-                self.process = subprocess.Popen(
-                    tethered(command),
-                    cwd=ROOT,
-                    env=env,
-                    stdout=out,
-                    stderr=subprocess.STDOUT,
-                    start_new_session=True,
-                    pass_fds=(self.socket.fileno(),),
-                )
+        self.process = launch(
+            command, env=env, cwd=ROOT, log=self.log, pass_fds=(self.socket.fileno(),)
+        )
         self.socket.close()  # gunicorn's now: the port refuses connections once it exits
         try:
             # The socket listens already: the request waits in its queue until gunicorn
