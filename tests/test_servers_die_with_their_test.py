@@ -1,6 +1,6 @@
-"""A killed test process leaves no server behind: the gunicorn (its master and workers),
-Celery workers (one executed, one forked from the fork server, and that server) and Redis
-it started die with it, though SIGKILL gave it no chance to stop them
+"""A killed test process leaves no server behind: the gunicorn (its master and workers)
+and the Celery worker it forked from its fork server, that server, a Celery worker it
+executed and Redis die with it, though SIGKILL gave it no chance to stop them
 (``testbed.lifetime``). Before, they outlived a killed pytest and went on consuming a
 shared Redis database."""
 
