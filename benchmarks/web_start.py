@@ -30,21 +30,8 @@ from pathlib import Path
 
 import httpx
 
-from benchmarks._bench_db import ROOT, free_port, write_results
+from benchmarks._bench_db import ROOT, free_port, process_cpu_seconds, write_results
 from testbed.forkserver import ForkServer
-
-
-def _cpu_of_tree(root: int) -> float:
-    """CPU seconds (user and system) of ``root`` and its children, now."""
-    total = 0.0
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if int(stat.parent.name) == root or int(fields[1]) == root:
-            total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    return total
 
 
 def one_start(server: ForkServer | None = None) -> dict[str, float]:
@@ -66,7 +53,12 @@ def one_start(server: ForkServer | None = None) -> dict[str, float]:
             process = server.start(command[1:], env=env, cwd=ROOT, log=Path(folder) / "log")
         else:
             process = subprocess.Popen(
-                command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+                command,
+                cwd=ROOT,
+                env=env,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                start_new_session=True,  # its CPU is its session's, as a forked one's
             )
         try:
             while time.monotonic() - started < 120:
@@ -74,7 +66,8 @@ def one_start(server: ForkServer | None = None) -> dict[str, float]:
                     answer = httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1)
                     if answer.status_code == 200:
                         seconds = time.monotonic() - started
-                        return {"seconds": seconds, "cpu_s": _cpu_of_tree(process.pid)}
+                        cpu = process_cpu_seconds(session=process.pid)
+                        return {"seconds": seconds, "cpu_s": cpu}
                 except httpx.TransportError:
                     time.sleep(0.01)
             raise RuntimeError("gunicorn did not answer within 120 s")

@@ -26,6 +26,7 @@ import json, os, sys, time
 from pathlib import Path
 import django
 django.setup()
+from testbed.forkserver import ForkServer
 from testbed.worker import WorkerProcess
 from tests.support.web import WebServer
 from tests.support.worker import LEAN_WORKER, RedisServer
@@ -42,7 +43,6 @@ worker = WorkerProcess(log_dir=folder, env={"DATABASE_URL": os.environ["DATABASE
 worker.start()
 forked = WorkerProcess(log_dir=folder, env=worker.env, concurrency=1, name="forked", forked=True)
 forked.start()
-from testbed.forkserver import ForkServer
 print(json.dumps({"redis": redis.process.pid, "web": web.process.pid,
                   "worker": worker.process.pid, "forked": forked.process.pid,
                   "fork_server": ForkServer.shared().process.pid}), flush=True)
