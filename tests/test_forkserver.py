@@ -67,7 +67,8 @@ def test_what_a_new_interpreter_reads_at_its_start_is_not_forked(server):
         ("PYTHONHASHSEED", "7"),
         ("LC_ALL", "C"),
     ):
-        assert not server.can_start({**same, name: value}), name
+        changed = value if same.get(name) != value else value + "0"  # another than ours
+        assert not server.can_start({**same, name: changed}), name
     assert server.can_start({**same, "ADSTUDIO_SWEEPS": "0"})
 
 
