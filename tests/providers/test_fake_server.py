@@ -123,26 +123,38 @@ def test_requests_are_recorded_and_turns_served_in_order(fake_openai):
 
 
 def test_responder_serves_concurrent_requests_with_latency():
+    """All 20 requests are in the responder at once (a barrier only they can pass), and
+    each reply still waits out the latency: proven by counting, not by a wall-clock bound
+    a loaded machine can miss."""
+    clients = 20
+    together = threading.Barrier(clients, timeout=4)  # below the client timeout
+
+    def responder(body):
+        together.wait()  # breaks (and the reply fails) if requests are served one by one
+        return turn(f"echo {body['messages'][-1]['content']}")
+
     with FakeOpenAIServer() as server:
-        server.responder = lambda body: turn(f"echo {body['messages'][-1]['content']}")
+        server.responder = responder
         server.latency = 0.3
         results: dict[int, str] = {}
+        took: dict[int, float] = {}
 
         def worker(n: int) -> None:
+            started = time.monotonic()
             _, body = post(
                 server, {"model": "m", "messages": [{"role": "user", "content": str(n)}]}
             )
+            took[n] = time.monotonic() - started
             results[n] = body["choices"][0]["message"]["content"]
 
-        threads = [threading.Thread(target=worker, args=(n,)) for n in range(20)]
-        started = time.monotonic()
+        threads = [threading.Thread(target=worker, args=(n,)) for n in range(clients)]
         for t in threads:
             t.start()
         for t in threads:
             t.join()
-        elapsed = time.monotonic() - started
         problems = server.verify()
 
-    assert results == {n: f"echo {n}" for n in range(20)}
-    assert elapsed < 1.5  # 20 x 0.3 s served side by side, not one after another
+    assert results == {n: f"echo {n}" for n in range(clients)}
+    assert not together.broken
+    assert min(took.values()) >= 0.3  # the latency is added to every reply
     assert problems == []

@@ -265,7 +265,7 @@ def test_a_track_that_never_finishes_is_given_up_within_max_wait(fake_mubert):
         maker.compose(prompt=PROMPT, duration_s=10)
     elapsed = time.monotonic() - started
 
-    assert 1.0 <= elapsed < 1.7
+    assert 1.0 <= elapsed < 3.0  # gave up at max_wait, not after the next several seconds
     track_id = track_id_of(fake_mubert)
     assert track_id in str(caught.value)
     assert "'processing'" in str(caught.value)
