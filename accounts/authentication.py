@@ -16,6 +16,7 @@ from rest_framework import authentication, exceptions
 
 from accounts.models import ApiToken
 from accounts.services import token_digest
+from adstudio.db.sql import columns, from_row
 from adstudio.log_context import bind
 
 # How stale ``last_used_at`` may be before a request writes it again: without this,
@@ -53,9 +54,8 @@ def _user_by_digest_sql() -> str:
         f" AND {column['revoked_at']} IS NULL AND {column['expires_at']} > now()"
         f" AND ({column['last_used_at']} IS NULL"
         f" OR {column['last_used_at']} < now() - interval '{seconds} seconds')"
-        f") SELECT u.*, token.id AS token_id, token.prefix AS token_prefix,"
-        f" token.created_at AS token_created, token.expires_at AS token_expires,"
-        f" token.revoked_at AS token_revoked, token.expired AS token_expired"
+        f") SELECT {columns(get_user_model(), 'u')}, token.id, token.prefix,"
+        f" token.created_at, token.expires_at, token.revoked_at, token.expired"
         f" FROM token JOIN {quote(users)} u ON u.{quote(user_pk)} = token.user_id"
     )
 
@@ -65,7 +65,8 @@ class TokenAuthentication(authentication.TokenAuthentication):
     ``accounts.ApiToken``: ``request.auth`` is the token's row, without its digest.
 
     Every API request authenticates, so on PostgreSQL it costs one statement, read back
-    as raw rows: compiling an ORM query cost more than running it (docs/BENCHMARKS.md).
+    from its row with ``from_row``: compiling an ORM query, or resolving a raw query's
+    columns, cost more than running it (docs/BENCHMARKS.md).
     The token itself is never logged, stored or put in an error."""
 
     def authenticate_credentials(self, key: str):
@@ -87,19 +88,22 @@ class TokenAuthentication(authentication.TokenAuthentication):
         return user, token
 
     def _read(self, digest: str):
-        users = list(get_user_model().objects.raw(_user_by_digest_sql(), [digest]))
-        if not users:
+        with connection.cursor() as cursor:
+            cursor.execute(_user_by_digest_sql(), [digest])
+            row = cursor.fetchone()
+        if row is None:
             raise exceptions.AuthenticationFailed(_("Invalid token."))
-        user = users[0]
+        user, after = from_row(get_user_model(), row)
+        token_id, prefix, created_at, expires_at, revoked_at, expired = row[after:]
         token = ApiToken(
-            id=user.token_id,
+            id=token_id,
             user=user,
-            prefix=user.token_prefix,
-            created_at=user.token_created,
-            expires_at=user.token_expires,
-            revoked_at=user.token_revoked,
+            prefix=prefix,
+            created_at=created_at,
+            expires_at=expires_at,
+            revoked_at=revoked_at,
         )
-        return user, token, user.token_expired
+        return user, token, expired
 
     def _read_with_orm(self, digest: str):
         try:
