@@ -161,15 +161,17 @@ def django_db_setup(django_db_setup, django_db_blocker):
 
 
 @pytest.fixture(scope="session", autouse=True)
-def _run_wakeups_stopped_before_teardown(django_db_setup):
+def _run_wakeups_stopped_before_teardown(django_db_setup, django_db_blocker):
     """The run wake-ups' and the run cancels' listeners hold connections to the test
-    database, which must be closed before that database is dropped."""
+    database, which must be closed before that database is dropped (each is woken by a
+    notification sent through the database)."""
     from conversations.events.wakeups import run_wakeups
     from conversations.runs import heartbeat
 
     yield
-    run_wakeups.stop()
-    heartbeat.stop_listening()
+    with django_db_blocker.unblock():
+        run_wakeups.stop()
+        heartbeat.stop_listening()
 
 
 @pytest.fixture(autouse=True)

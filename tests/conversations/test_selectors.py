@@ -217,3 +217,19 @@ def test_the_current_conversation_of_an_ad_is_for_its_workspaces_members_or_a_su
         assert len(queries) == 1  # the ad and the reader's role come with it
     for outsider in (other_user, staff):
         assert selectors.conversation_latest_for(outsider, ad_id=ad.pk) == (None, None)
+
+
+def test_a_stopped_listener_ends_at_once_not_when_its_wait_runs_out(monkeypatch, listening):
+    # given a listener that would look whether to stop only once a minute
+    run_wakeups.stop()
+    monkeypatch.setattr(wakeups_module, "LISTEN_WAIT_S", 60.0)
+    with run_wakeups.waiter("nothing"):
+        pass
+    assert run_wakeups.listening.wait(10), "the listener did not connect"
+    listener = run_wakeups._listener
+
+    # when it is stopped
+    run_wakeups.stop()
+
+    # then its thread has ended (stop waits at most 5 s for it, not the minute)
+    assert listener is not None and not listener.is_alive()
