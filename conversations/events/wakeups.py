@@ -20,7 +20,7 @@ import threading
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager, suppress
 
-from django.db import DatabaseError, connections
+from django.db import DatabaseError, InterfaceError, connections
 
 logger = logging.getLogger(__name__)
 
@@ -190,7 +190,7 @@ class RunWakeups:
         database."""
         self._stopping.set()
         if self._listener is not None:
-            with suppress(DatabaseError), connections["default"].cursor() as cursor:
+            with suppress(DatabaseError, InterfaceError), connections["default"].cursor() as cursor:
                 # its wait returns now, rather than at the end of its second
                 cursor.execute("SELECT pg_notify(%s, '')", [CHANNEL])
             self._listener.join(timeout=5)

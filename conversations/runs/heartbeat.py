@@ -23,7 +23,7 @@ import uuid
 from contextlib import suppress
 from dataclasses import dataclass, field
 
-from django.db import DatabaseError, connection
+from django.db import DatabaseError, InterfaceError, connection
 from django.db.models.functions import Now
 
 from conversations.models import Run, RunStatus
@@ -145,7 +145,7 @@ class _Monitor:
         drops its database."""
         self._stopping.set()
         if self._listener is not None:
-            with suppress(DatabaseError), connection.cursor() as cursor:
+            with suppress(DatabaseError, InterfaceError), connection.cursor() as cursor:
                 # its wait returns now, rather than at the end of its second
                 cursor.execute("SELECT pg_notify(%s, '')", [CANCEL_CHANNEL])
             self._listener.join(timeout=5)
