@@ -16,7 +16,10 @@ what prompt caching can serve. The figures are exact: the same code gives the sa
 counts on any machine.
 
 Bars (issue 20): session <= 9,000 prompt tokens, >= 75% of them a cached prefix, the five
-tool schemas <= 700 tokens, a 10-voice search result <= 350 tokens.
+tool schemas <= 700 tokens, a 10-voice search result <= 350 tokens. Also printed, the
+design's own measure ("token cost per session: 7,500 tokens (50% via caching)"): the
+prompt tokens with those a provider would serve from cache (a shared prefix of 1,024
+tokens or more, in steps of 128, as OpenAI caches) counted at half price.
 
 ``--long TURNS``: instead, one conversation of TURNS turns (the brief, then "Make the music
 more upbeat." each turn, a music draft and an answer), the loop folding older turns into
