@@ -17,12 +17,13 @@ def media(settings, tmp_path):
 
 @pytest.fixture
 def ad(make_ad):
-    """A 15 s Thai ad with two voices versions, music and an effect."""
-    ad = make_ad(language="th", duration_s=15)
+    """A 5 s Thai ad (the shortest there is: a scratch track costs its length to make) with
+    two voices versions, music and an effect."""
+    ad = make_ad(language="th", duration_s=5)
     thai = LINES["th"].calm
     draft_create(ad=ad, version=voices(thai[0], thai[1]))
     draft_create(ad=ad, version=voices(thai[2], thai[3], thai[4]))
-    draft_create(ad=ad, version=music("warm pad at 90 bpm", duration=15))
+    draft_create(ad=ad, version=music("warm pad at 90 bpm", duration=5))
     draft_create(ad=ad, version=sfx("chime"))
     return ad
 

@@ -52,7 +52,7 @@ def test_a_render_is_made_and_read_back_with_its_timeline(ad, user, tasks_execut
         ("music", "music"),
         ("sfx", "sfx-0"),
     ]
-    assert body["timeline"]["slotS"] == 15 and body["seconds"] >= 15
+    assert body["timeline"]["slotS"] == 5 and body["seconds"] >= 5
     assert body["loudnessLufs"] == pytest.approx(-16, abs=0.2)
     audio = api.get(body["audioUrl"])  # the link alone opens it: an <audio> element's way
     assert audio.status_code == 200 and audio["Content-Type"] == "audio/ogg"
@@ -213,7 +213,7 @@ def test_nothing_to_render_is_a_conflict_and_stores_nothing(make_ad, user, tasks
 
 def test_a_silent_mix_stores_no_loudness_and_every_number_is_json(make_ad, user, tasks_executed):
     """Speech that sounds nothing: BS.1770 measures -inf, which is stored as null."""
-    ad = make_ad(duration_s=15)
+    ad = make_ad(duration_s=5)
     draft_create(ad=ad, version=voices("...", "-"))
 
     made = api_for(user).post(f"/api/ads/{ad.pk}/renders", {}, format="json")

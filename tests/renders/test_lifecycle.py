@@ -31,9 +31,9 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 @pytest.fixture
 def render(make_ad):
-    ad = make_ad(duration_s=15)
+    ad = make_ad(duration_s=5)
     draft_create(ad=ad, version=voices("สวัสดีครับ", "ครอบครัวของคุณ"))
-    draft_create(ad=ad, version=music("warm pad at 90 bpm", duration=15))
+    draft_create(ad=ad, version=music("warm pad at 90 bpm", duration=5))
     return Render.objects.create(ad=ad, **versions_of(ad))
 
 

@@ -30,9 +30,9 @@ RENDER_TASK = "renders.tasks.render_scratch_track"
 @pytest.fixture
 def make_render(make_ad):
     def make(**fields) -> Render:
-        ad = make_ad(duration_s=15)
+        ad = make_ad(duration_s=5)
         draft_create(ad=ad, version=voices("สวัสดีครับ"))
-        draft_create(ad=ad, version=music("warm pad", duration=15))
+        draft_create(ad=ad, version=music("warm pad", duration=5))
         return Render.objects.create(ad=ad, **versions_of(ad), **fields)
 
     return make

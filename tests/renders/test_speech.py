@@ -56,7 +56,7 @@ def speaking(settings, fake_openai_speech):
 @pytest.fixture
 def ad(make_ad, cast):
     coral, rachel = cast
-    ad = make_ad(language="en", duration_s=15)
+    ad = make_ad(language="en", duration_s=5)
     tracks = [
         VoiceTrack(
             id="track-0",
@@ -76,7 +76,7 @@ def ad(make_ad, cast):
         ),
     ]
     draft_create(ad=ad, version=VoiceVersion(voiceTracks=tracks, estimatedDurationS=5.0))
-    draft_create(ad=ad, version=music("warm pad at 90 bpm", duration=15))
+    draft_create(ad=ad, version=music("warm pad at 90 bpm", duration=5))
     return ad
 
 
