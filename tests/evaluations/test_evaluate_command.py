@@ -298,6 +298,8 @@ def test_render_measures_each_ads_speech_in_a_scratch_track(
     evaluate("--dataset", str(small_set), "--render")
 
     for result in EvaluationRun.objects.get().results.all():
+        # a case that could not be run has no scores: its error says why
+        assert "ScriptFitsSlot" in result.scores, (result.case_name, result.error)
         reason = result.scores["ScriptFitsSlot"]["reason"]
         assert reason.startswith("measured "), reason
         assert Render.objects.filter(ad_id=result.ad_id, status="done").exists()
