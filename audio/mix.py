@@ -119,7 +119,8 @@ def render(
     music_made_by: str = "",
 ) -> Mix:
     """The scratch track of these payloads (any may be None: that kind is left out).
-    ``cast`` gives each voice id's catalogue ``gender`` and ``age`` (its guide voice);
+    ``cast`` gives each voice id's catalogue ``gender``, ``age``, ``provider`` and
+    ``provider_voice_id`` (its guide voice);
     ``read`` the tracks already read by their cast voice, by track id (the others are
     read by the guide voice); ``music_maker`` the bed's maker (a ``MadeBed`` a provider
     composed; the placeholder when None) and ``music_made_by`` what the timeline says of it;
@@ -234,12 +235,24 @@ def _resampled(samples: np.ndarray, rate: int, count: int) -> np.ndarray:
     return np.pad(out, (0, max(0, count - len(out))))[:count]
 
 
+def _guide_key(track: dict, voice: Mapping[str, str] | None) -> str:
+    """What a cast voice's guide voice is chosen by: the catalogue's own name of the voice
+    (its provider and that provider's voice id), so one voice reads at one pitch and one
+    length in every database the catalogue was imported into; the draft's ``voiceId`` (a
+    row's primary key there) only for a voice the catalogue does not have."""
+    provider = str((voice or {}).get("provider") or "")
+    provider_voice_id = str((voice or {}).get("provider_voice_id") or "")
+    if provider and provider_voice_id:
+        return f"{provider}:{provider_voice_id}"
+    return str(track.get("voiceId", ""))
+
+
 def _speech(
     track: dict, language: str, voice: Mapping[str, str] | None, warnings: list[str]
 ) -> np.ndarray:
     speed = float(track.get("speed", 1.0) or 1.0)
     guide = guide_voice.guide_voice(
-        str(track.get("voiceId", "")),
+        _guide_key(track, voice),
         gender=(voice or {}).get("gender", ""),
         age=(voice or {}).get("age", ""),
     )

@@ -213,3 +213,24 @@ def test_a_bed_a_provider_made_is_fitted_to_the_music_and_said_so():
     assert np.ptp(peaks(stem)) < 0.01 * peaks(stem).max()
     assert np.ptp(peaks(placeholder.stems["music"])) > 0.1 * peaks(placeholder.stems["music"]).max()
     assert abs(stem[-1]) < 0.01 * peaks(stem).max()
+
+
+def test_a_catalogue_voice_reads_alike_whatever_its_row_id_in_this_database():
+    """The guide voice is chosen by the catalogue's own name of the voice (its provider and
+    that provider's id), not the row's primary key: the same catalogue imported into another
+    database reads a script at the same pitch and length. A voice not in the catalogue is
+    still told apart by the id the draft gives."""
+    line = script("th", 1, 0.0)["voiceTracks"][0]
+    traits = {"gender": "female", "age": "young", "provider": "elevenlabs"}
+
+    def read(voice_id: str, cast: dict | None) -> np.ndarray:
+        voices = {"voiceTracks": [dict(line, voiceId=voice_id)]}
+        made = mix.render(language="th", slot_s=5, voices=voices, music=None, sfx=None, cast=cast)
+        return made.stems["voices"]
+
+    here = read("210", {"210": dict(traits, provider_voice_id="ava-th")})
+    elsewhere = read("570", {"570": dict(traits, provider_voice_id="ava-th")})
+    another = read("210", {"210": dict(traits, provider_voice_id="mali-th")})
+    assert np.array_equal(here, elsewhere)
+    assert not np.array_equal(here, another)
+    assert not np.array_equal(read("210", None), read("570", None))
