@@ -21,6 +21,7 @@ pytest_plugins = [
     "tests.fakes.fixtures",  # fake_openai, fake_providers, fake_anthropic, fake_elevenlabs
     "tests.support.fixtures",  # broker, worker
     "tests.support.observability",  # tracing_on, collector, metrics_on
+    "tests.support.rewrite_cache",  # the test modules rewritten once, before the processes
 ]
 _LOOPBACK_NAMES = {"localhost", "localhost.localdomain"}
 
