@@ -15,6 +15,7 @@ from pathlib import Path
 from corsheaders.defaults import default_headers as default_cors_headers
 from django.core.exceptions import ImproperlyConfigured
 from django.utils.csp import CSP
+from whitenoise.compress import Compressor
 
 from adstudio.env import (
     database_config,
@@ -66,7 +67,7 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     # Before staticfiles: runserver leaves static files to WhiteNoise, as in production.
     "whitenoise.runserver_nostatic",
-    "django.contrib.staticfiles",
+    "adstudio.static_files.StaticFiles",  # django.contrib.staticfiles, without ReDoc
     "corsheaders",
     "rest_framework",
     "drf_spectacular",
@@ -261,6 +262,9 @@ STORAGES = {
     },
 }
 WHITENOISE_USE_FINDERS = WHITENOISE_AUTOREFRESH = _STATIC_FROM_APPS
+# Source maps are read only by a browser's developer tools: served as they are, not
+# compressed at every collectstatic (Swagger UI's 1.9 MB map was compressed twice).
+WHITENOISE_SKIP_COMPRESS_EXTENSIONS = (*Compressor.SKIP_COMPRESS_EXTENSIONS, "map")
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [

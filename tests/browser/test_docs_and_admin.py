@@ -1,6 +1,7 @@
 """The API docs and the admin in a real browser (Debian's Chromium, headless), served by
 gunicorn as in production: static files collected, then served by WhiteNoise, and the
-docs asking nothing of any host beyond this machine."""
+docs asking nothing of any host beyond this machine; the static files collected are those
+pages link."""
 
 from __future__ import annotations
 
@@ -43,3 +44,16 @@ def test_the_admin_is_styled_under_gunicorn(chromium, server):
         header = page.eval_on_selector("#header", "e => getComputedStyle(e).backgroundColor")
         assert header not in {"rgba(0, 0, 0, 0)", "transparent"}, header
         assert visit.aborted == []
+
+
+def test_the_static_files_collected_are_those_pages_link(server):
+    """Swagger UI's bundle is served precompressed; its source map, read only by developer
+    tools, as it is (not compressed again at every collectstatic); ReDoc's bundle, which
+    drf-spectacular-sidecar ships and no page links, is not collected."""
+    base = f"{server}/static/drf_spectacular_sidecar"
+    gzip = {"Accept-Encoding": "gzip"}
+    bundle = httpx.get(f"{base}/swagger-ui-dist/swagger-ui-bundle.js", headers=gzip)
+    assert bundle.status_code == 200 and bundle.headers.get("content-encoding") == "gzip"
+    source_map = httpx.get(f"{base}/swagger-ui-dist/swagger-ui-bundle.js.map", headers=gzip)
+    assert source_map.status_code == 200 and "content-encoding" not in source_map.headers
+    assert httpx.get(f"{base}/redoc/bundles/redoc.standalone.js").status_code == 404
