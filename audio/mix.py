@@ -212,14 +212,21 @@ def _voice_stem(placed: Timeline, spoken: list[Reading], guide_rate: int, total:
     """The voice tracks placed where the timeline puts them, at ``RATE``: the guide
     voice's placed at its own rate and resampled once (as before any track was read by a
     provider: the same samples), each provider's resampled on its own and added."""
-    guide = np.zeros(round(placed.length_s * guide_rate), dtype=np.float32)
-    others = np.zeros(total, dtype=np.float32)
     voice_segments = [s for s in placed.segments if s.kind == "voice"]
+    by_guide = [
+        (round(segment.start_s * guide_rate), reading.samples)
+        for segment, reading in zip(voice_segments, spoken, strict=True)
+        if reading.rate == guide_rate
+    ]
+    # Each start rounds on its own (a 0.25 s gap is 5,512.5 samples): the track that ends
+    # the timeline may end a sample after its rounded length, so the buffer holds them all.
+    ends = [start + len(samples) for start, samples in by_guide]
+    guide = np.zeros(max([round(placed.length_s * guide_rate), *ends]), dtype=np.float32)
+    for start, samples in by_guide:
+        guide[start : start + len(samples)] += samples
+    others = np.zeros(total, dtype=np.float32)
     for segment, reading in zip(voice_segments, spoken, strict=True):
-        if reading.rate == guide_rate:
-            start = round(segment.start_s * guide_rate)
-            guide[start : start + len(reading.samples)] += reading.samples
-        else:
+        if reading.rate != guide_rate:
             count = round(len(reading.samples) * RATE / reading.rate)
             samples = _resampled(reading.samples, reading.rate, count)
             start = round(segment.start_s * RATE)

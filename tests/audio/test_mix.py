@@ -234,3 +234,37 @@ def test_a_catalogue_voice_reads_alike_whatever_its_row_id_in_this_database():
     assert np.array_equal(here, elsewhere)
     assert not np.array_equal(here, another)
     assert not np.array_equal(read("210", None), read("570", None))
+
+
+@pytest.mark.parametrize("extra", [1, 3])
+def test_a_track_ending_a_sample_past_the_timelines_rounded_length_is_placed_whole(extra):
+    """Each track's start rounds to a sample on its own, and a 0.25 s gap is 5,512.5 of the
+    guide voice's 22,050 a second: a script running past its slot could end a sample after
+    the timeline's rounded length, and its render failed ("operands could not be
+    broadcast together"), the scratch track not made."""
+    rate = guide_voice.sample_rate()
+    tracks = [
+        {"id": f"track-{n}", "voiceId": str(n), "text": "-", "overlap": 0, "speed": 1.0}
+        for n in range(2)
+    ]
+    tracks[0]["playAfter"], tracks[1]["playAfter"] = "start", "track-0"
+    read = {
+        "track-0": mix.Reading(np.full(3 * rate, 0.1, np.float32), rate),
+        "track-1": mix.Reading(np.full(3 * rate + extra, 0.1, np.float32), rate),
+    }
+
+    made = mix.render(
+        language="en",
+        slot_s=5,
+        voices={"voiceTracks": tracks},
+        music=None,
+        sfx=None,
+        read=read,
+        preroll_s=0.3,
+        gap_s=0.25,
+    )
+    assert made.timeline.speech_end_s > 6.5 and made.seconds == pytest.approx(
+        made.timeline.length_s, abs=1 / mix.RATE
+    )
+    voices = made.stems["voices"]
+    assert np.abs(voices[-int(0.01 * mix.RATE) :]).min() > 0.01  # the last track to the end
