@@ -2,14 +2,16 @@
 
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/adstudio \\
         .venv/bin/python -m benchmarks.evaluate [--runs 3] [--concurrency 1]
-        [--dataset evals/dev.yaml --dataset evals/held_out.yaml]
+        [--dataset evals/dev.yaml --dataset evals/held_out.yaml] [--render]
 
 Each run is the command as a person types it, in a process of its own, on a database of
 the benchmark's own (created, migrated, the sample catalogue imported) with no broker
 (runs execute in the command's process) and no provider key (the demo director), with
 the suite's bars (dev: every result; held_out: 90% of cases whole). Prints each run's
 wall time, verdict and each set's share of cases passed, and the median. The bars: the
-whole set in < 60 s; held_out >= 90% of cases, dev 100%.
+whole set in < 60 s; held_out >= 90% of cases, dev 100%. ``--render`` renders each ad
+and scores its measured speech (``ScriptFitsSlot``, printed per set), with no bar: the
+guide voice is not the cast voices, and the wall time is then the renders'.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--concurrency", type=int, default=1)
     parser.add_argument("--dataset", action="append", default=None)
+    parser.add_argument("--render", action="store_true", help="score each ad's scratch track")
     args = parser.parse_args()
     args.dataset = args.dataset or ["evals/dev.yaml", "evals/held_out.yaml"]
     for name in ("CELERY_BROKER_URL", *KEYS):
@@ -50,12 +53,13 @@ def main() -> None:
         "--concurrency",
         str(args.concurrency),
         "--require",
-        "dev:all=1" if "evals/dev.yaml" in args.dataset else "all=0",
+        "dev:all=1" if "evals/dev.yaml" in args.dataset and not args.render else "all=0",
         *(
             ["--require", "held_out:cases passed=0.9"]
-            if "evals/held_out.yaml" in args.dataset
+            if "evals/held_out.yaml" in args.dataset and not args.render
             else []
         ),
+        *(["--render"] if args.render else []),
     ]
     times, passed = [], {}
     for n in range(1, args.runs + 1):
@@ -65,7 +69,10 @@ def main() -> None:
         times.append(seconds)
         verdict = "every threshold met" if done.returncode == 0 else f"exit {done.returncode}"
         passed = dict(re.findall(r"Finished: (\w+),.*?cases passed\s+(\d+%)", done.stdout, re.S))
-        print(f"run {n}: {seconds:.1f} s, {verdict}; cases passed: {passed}")
+        fits = dict(re.findall(r"Finished: (\w+),.*?ScriptFitsSlot\s+(\d+%)", done.stdout, re.S))
+        print(
+            f"run {n}: {seconds:.1f} s, {verdict}; cases passed: {passed}; ScriptFitsSlot: {fits}"
+        )
         if done.returncode != 0:
             print(done.stdout[-2000:], done.stderr[-2000:], sep="\n")
     median = statistics.median(times)
@@ -78,6 +85,8 @@ def main() -> None:
             "concurrency": args.concurrency,
             "datasets": args.dataset,
             "cases_passed": passed,
+            "script_fits_slot": fits,
+            "render": args.render,
             "machine": machine(),
         },
     )
