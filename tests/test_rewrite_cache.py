@@ -13,7 +13,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 
-# In each test process, note every module pytest rewrites itself (no cached rewrite found).
+# In each test process, note every module pytest rewrites itself (no cached rewrite found):
+# the project's, and on a new virtualenv the pytest plugins' own that only they import.
 COUNTING_CONFTEST = """
 import os
 
@@ -26,7 +27,7 @@ def pytest_configure(config):
 
         def noted(path, config):
             with open(os.environ["REWRITTEN_LOG"], "a") as log:
-                log.write(path.name + "\\n")
+                log.write(str(path) + "\\n")
             return rewrite_test(path, config)
 
         rewrite._rewrite_test = noted
@@ -34,7 +35,8 @@ def pytest_configure(config):
 
 
 def _run(project: Path, *plugins: str) -> tuple[list[str], list[str]]:
-    """The tests two test processes pass in ``project``, and the modules they rewrote."""
+    """The tests two test processes pass in ``project``, and the project's modules they
+    rewrote."""
     log = project / "rewritten.log"
     log.write_text("")
     env = {key: value for key, value in os.environ.items() if key != "DJANGO_SETTINGS_MODULE"}
@@ -54,7 +56,8 @@ def _run(project: Path, *plugins: str) -> tuple[list[str], list[str]]:
     passed = sorted(
         line.split()[1] for line in done.stdout.splitlines() if line.startswith("PASSED ")
     )
-    return passed, sorted(log.read_text().split())
+    rewritten = [Path(line) for line in log.read_text().splitlines()]
+    return passed, sorted(path.name for path in rewritten if path.is_relative_to(project))
 
 
 def _project(path: Path) -> Path:
