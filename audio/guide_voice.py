@@ -41,8 +41,8 @@ DEFAULT_WPM = 175  # eSpeak's own default reading speed
 # eSpeak's 450). The other ten read at eSpeak's 175, from 0.71 of the plan (Czech) to 1.14
 # (Arabic, Turkish: their scratch tracks ran past the slot); they now read at 0.81, the
 # median of the first eleven. `python -m benchmarks.guide_voice_pace [--target R]` prints
-# each language's ratio and the rate for another (docs/benchmarks/HISTORY.md, "The
-# guide voice's pace").
+# each language's ratio and the rate for another (docs/benchmarks/HISTORY.md, "Scratch
+# tracks measured in every language").
 WPM = {
     "en": 149,
     "th": 326,
