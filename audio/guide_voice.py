@@ -35,14 +35,13 @@ ESPEAK_PITCH = 3  # 0-100, 50 the voice's own
 RAND_SEED = 1  # eSpeak's noise (breath, fricatives' jitter), the same for every synthesis
 DEFAULT_WPM = 175  # eSpeak's own default reading speed
 # Words a minute per language at speed 1.0, so the guide voice reads at about the pace
-# the script was planned for (adstudio.speaking_time). The first eleven were set so that
-# eSpeak's 175 x (read / planned) brought each near 1; with each line trimmed of eSpeak's
-# silence they read the demo's lines at 0.79-0.86 of the plan (Thai 1.02, Japanese 1.13 at
-# eSpeak's 450). The other ten read at eSpeak's 175, from 0.71 of the plan (Czech) to 1.14
-# (Arabic, Turkish: their scratch tracks ran past the slot); they now read at 0.81, the
-# median of the first eleven. `python -m benchmarks.guide_voice_pace [--target R]` prints
-# each language's ratio and the rate for another (docs/benchmarks/HISTORY.md, "Scratch
-# tracks measured in every language").
+# the script was planned for (adstudio.speaking_time): the demo director's sentences,
+# joined into tracks as it writes them, read in 0.90-1.05 of the planned time (Japanese
+# 1.17: eSpeak's 450 is not fast enough). The last ten read at eSpeak's own 175 until
+# they were set to 1.0: from 0.86 of the plan (Czech) to 1.34 and 1.36 (Turkish, Arabic,
+# whose scratch tracks ran past their slots). `python -m benchmarks.guide_voice_pace` prints
+# each language's pace and the rate that reads it at ``--target`` (docs/benchmarks/
+# HISTORY.md, "Scratch tracks measured in every language").
 WPM = {
     "en": 149,
     "th": 326,
@@ -55,16 +54,16 @@ WPM = {
     "pt": 196,
     "de": 152,
     "fr": 135,
-    "ar": 254,
-    "cs": 153,
-    "hi": 167,
-    "it": 187,
+    "ar": 235,
+    "cs": 152,
+    "hi": 162,
+    "it": 186,
     "nl": 157,
-    "pl": 184,
-    "ro": 188,
+    "pl": 178,
+    "ro": 182,
     "sv": 162,
-    "tl": 187,
-    "tr": 241,
+    "tl": 179,
+    "tr": 225,
 }
 _CALLBACK = ctypes.CFUNCTYPE(
     ctypes.c_int, ctypes.POINTER(ctypes.c_short), ctypes.c_int, ctypes.c_void_p

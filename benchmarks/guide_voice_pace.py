@@ -1,14 +1,18 @@
 """The guide voice's pace against the plan, per language: the seconds eSpeak NG takes to
-read the demo director's lines (as a scratch track reads them: each line trimmed of
-eSpeak's leading and trailing silence) over the seconds ``adstudio.speaking_time`` plans
-for them, at the words a minute ``audio.guide_voice.WPM`` gives, and the words a minute
-that would bring that ratio nearest to ``--target`` (1 by default; within eSpeak's 80-450).
+read the demo director's sentences over the seconds ``adstudio.speaking_time`` plans for
+them, at the words a minute ``audio.guide_voice.WPM`` gives; and the words a minute that
+would bring it nearest to ``--target`` (1 by default; within eSpeak's 80-450).
 
     .venv/bin/python -m benchmarks.guide_voice_pace [--language tr --language ar ...]
         [--target 1.0]
 
-A ratio above 1: the guide voice reads slower than planned, so a script planned to fit
-its slot overflows it in the scratch track; below 1, it ends early. Exact on any machine.
+Two readings, each trimmed of eSpeak's leading and trailing silence as a scratch track
+places it: ``tracks``, the sentences joined into two tracks as the director writes them
+(opener, the calm or the energetic sentences, call to action), with the pauses eSpeak
+makes between sentences, as a track is read; ``lines``, each sentence alone, without
+them. The nearest rate is the tracks'. A ratio above 1: the guide voice reads slower than
+planned, and a script planned to fit its slot runs past it in the scratch track; below 1,
+it ends early. Exact on any machine.
 """
 
 from __future__ import annotations
@@ -32,40 +36,47 @@ def lines_of(language: str) -> list[str]:
     ]
 
 
-def ratio(language: str, wpm: int) -> float:
-    """Seconds read over seconds planned, for all of ``language``'s lines at ``wpm``."""
+def tracks_of(language: str) -> list[str]:
+    kinds = LINES[language]
+    return [
+        kinds.join([opener, *sentences, cta]).replace("{brand}", BRAND)
+        for opener, sentences, cta in zip(
+            kinds.opener, (kinds.calm, kinds.energetic), kinds.cta, strict=True
+        )
+    ]
+
+
+def ratio(language: str, wpm: int, texts: list[str]) -> float:
+    """Seconds read over seconds planned, for ``texts`` in ``language`` at ``wpm``."""
     kept = guide_voice.WPM.get(language)
     guide_voice.WPM[language] = wpm
     try:
         rate = guide_voice.sample_rate()
-        read = sum(
-            len(guide_voice.synthesize(line, language=language)) / rate
-            for line in lines_of(language)
-        )
+        read = sum(len(guide_voice.synthesize(text, language=language)) / rate for text in texts)
     finally:
         if kept is None:
             guide_voice.WPM.pop(language)
         else:
             guide_voice.WPM[language] = kept
-    planned = sum(spoken_seconds(line, language=language) for line in lines_of(language))
-    return read / planned
+    return read / sum(spoken_seconds(text, language=language) for text in texts)
 
 
 def nearest_wpm(language: str, start: int, target: float) -> tuple[int, float]:
-    """The words a minute within eSpeak's range whose ratio is nearest ``target``: reading
-    time is about inverse to the rate, so each step scales the rate by the ratio over the
-    target, then the neighbours are tried."""
+    """The words a minute within eSpeak's range whose tracks' ratio is nearest ``target``:
+    reading time is about inverse to the rate, so each step scales the rate by the ratio
+    over the target, then the neighbours are tried."""
+    texts = tracks_of(language)
     tried: dict[int, float] = {}
     wpm = start
     for _ in range(4):
-        tried[wpm] = ratio(language, wpm)
+        tried[wpm] = ratio(language, wpm, texts)
         wpm = max(LOWEST, min(HIGHEST, round(wpm * tried[wpm] / target)))
         if wpm in tried:
             break
     best = min(tried, key=lambda w: abs(tried[w] - target))
     for neighbour in (best - 1, best + 1):
         if LOWEST <= neighbour <= HIGHEST and neighbour not in tried:
-            tried[neighbour] = ratio(language, neighbour)
+            tried[neighbour] = ratio(language, neighbour, texts)
     best = min(tried, key=lambda w: abs(tried[w] - target))
     return best, tried[best]
 
@@ -76,21 +87,23 @@ def main() -> None:
     parser.add_argument("--target", type=float, default=1.0, help="read / planned wanted")
     args = parser.parse_args()
     rows = []
-    print("language  wpm  read/planned  nearest wpm  its ratio")
+    print("language  wpm  tracks  lines  nearest wpm  its tracks' ratio")
     for language in args.language or sorted(LINES):
         wpm = guide_voice.WPM.get(language, guide_voice.DEFAULT_WPM)
-        now = ratio(language, wpm)
+        tracks = ratio(language, wpm, tracks_of(language))
+        lines = ratio(language, wpm, lines_of(language))
         best, best_ratio = nearest_wpm(language, wpm, args.target)
         rows.append(
             {
                 "language": language,
                 "wpm": wpm,
-                "ratio": now,
+                "tracks": tracks,
+                "lines": lines,
                 "nearest": best,
                 "nearestRatio": best_ratio,
             }
         )
-        print(f"{language:8}  {wpm:3}  {now:12.3f}  {best:11}  {best_ratio:9.3f}")
+        print(f"{language:8}  {wpm:3}  {tracks:6.3f}  {lines:5.3f}  {best:11}  {best_ratio:17.3f}")
     write_results("guide_voice_pace", {"target": args.target, "languages": rows})
 
 
