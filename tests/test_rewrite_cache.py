@@ -34,13 +34,13 @@ def pytest_configure(config):
 """
 
 
-def _run(project: Path, *plugins: str) -> tuple[list[str], list[str]]:
-    """The tests two test processes pass in ``project``, and the project's modules they
-    rewrote."""
+def _pytest(project: Path, *plugins: str) -> subprocess.CompletedProcess:
+    """pytest with two test processes in ``project``, with ``plugins``; each module a test
+    process rewrites itself is noted in ``project/rewritten.log``."""
     log = project / "rewritten.log"
     log.write_text("")
     env = {key: value for key, value in os.environ.items() if key != "DJANGO_SETTINGS_MODULE"}
-    done = subprocess.run(
+    return subprocess.run(
         [
             *(sys.executable, "-m", "pytest", "-n", "2", "-rA"),
             *("-p", "no:cacheprovider", "-p", "no:django", "-p", "no:randomly"),
@@ -52,11 +52,17 @@ def _run(project: Path, *plugins: str) -> tuple[list[str], list[str]]:
         text=True,
         timeout=120,
     )
+
+
+def _run(project: Path, *plugins: str) -> tuple[list[str], list[str]]:
+    """The tests two test processes pass in ``project``, and the project's modules they
+    rewrote."""
+    done = _pytest(project, *plugins)
     assert done.returncode == 0, done.stdout + done.stderr
     passed = sorted(
         line.split()[1] for line in done.stdout.splitlines() if line.startswith("PASSED ")
     )
-    rewritten = [Path(line) for line in log.read_text().splitlines()]
+    rewritten = [Path(line) for line in (project / "rewritten.log").read_text().splitlines()]
     return passed, sorted(path.name for path in rewritten if path.is_relative_to(project))
 
 
@@ -100,22 +106,6 @@ def test_the_test_processes_rewrite_nothing_the_controller_rewrote(tmp_path):
 def test_a_module_that_does_not_parse_is_left_to_the_test_process_to_report(tmp_path):
     project = _project(tmp_path / "broken")
     (project / "tests" / "test_broken.py").write_text("def test_broken(:\n    pass\n")
-    done = subprocess.run(
-        [
-            *(sys.executable, "-m", "pytest", "-n", "2", "-q"),
-            *("-p", "no:cacheprovider", "-p", "no:django", "-p", "no:randomly"),
-            *("-p", "tests.support.rewrite_cache"),
-        ],
-        cwd=project,
-        env={
-            **os.environ,
-            "PYTHONPATH": str(ROOT),
-            "REWRITTEN_LOG": os.devnull,
-            "PYTEST_ADDOPTS": "",
-        },
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    done = _pytest(project, "tests.support.rewrite_cache")
     assert done.returncode == 1, done.stdout + done.stderr
     assert "ERROR tests/test_broken.py" in done.stdout, done.stdout
